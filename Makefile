@@ -1,0 +1,65 @@
+# memrl — two commands set up everything on a fresh machine:
+#   make repro   install into .venv if needed, then `dvc repro` (PROFILE=smoke|default|paper)
+#   make test    install, then lint, unit tests and nbval on every notebook
+#   make lab     JupyterLab on the notebooks, with the project's environment as kernel
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+VENV ?= .venv
+PYTHON ?= python3
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.memrl-installed
+PROFILE ?=
+
+export PATH := $(abspath $(BIN)):$(PATH)
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export DVC_NO_ANALYTICS := 1
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: install data repro test unit nbval lint lab notebooks bench clean-results
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q 'torch==2.13.0'
+	$(BIN)/python -m pip install -q -e '.[test]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+data: install
+	$(BIN)/python -m memrl.data ensure
+
+repro: data
+	$(BIN)/python -c "from memrl.config import validate_all; validate_all()"
+ifeq ($(PROFILE),)
+	$(BIN)/dvc repro
+else
+	$(BIN)/dvc exp run -S profile=$(PROFILE)
+endif
+	@echo "report: results/REPORT.md"
+
+lint: install
+	$(BIN)/ruff check src tests benchmarks notebooks/*.py
+	$(BIN)/ruff format --check src tests benchmarks notebooks/*.py
+
+unit: data
+	$(BIN)/python -m pytest -q tests
+
+nbval: data
+	MEMRL_PROGRESS=0 $(BIN)/python -m pytest -q -p no:cacheprovider --nbval-lax --nbval-current-env \
+		--nbval-sanitize-with tests/nbval_sanitize.cfg notebooks/*.ipynb
+
+test: lint unit nbval
+
+lab: install
+	$(BIN)/python -m ipykernel install --sys-prefix --name memrl --display-name "memrl (.venv)" >/dev/null
+	$(BIN)/jupyter lab notebooks/
+
+# Regenerate notebooks/*.ipynb from their jupytext .py twins, executed on the smoke
+# profile, keeping only the outputs nbval checks.
+notebooks: install
+	MEMRL_PROGRESS=0 $(BIN)/python -m memrl.nbtools notebooks/*.py
+
+bench: install
+	$(BIN)/python -m pip install -q -e '.[bench]'
+	$(BIN)/python benchmarks/per_sampling.py

@@ -1,0 +1,144 @@
+"""Build, fetch and check ``data/`` (tracked by ``data.dvc``) offline.
+
+``data/`` holds what earlier experiments left behind for Replay across
+Experiments: the full replay of one SAC run.  A fresh clone gets it with
+``make data``, which first pulls it from the DVC remote inside the repo
+(``.dvc-store/``) and otherwise rebuilds it deterministically with
+:func:`build_prior_experiment`; either way its hash must equal the one in
+``data.dvc``.
+
+    python -m memrl.data ensure   # pull, else rebuild; then verify
+    python -m memrl.data build    # rebuild from scratch (about half a minute)
+    python -m memrl.data verify   # data/ matches data.dvc?
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from memrl.config import load_family
+from memrl.runtime import atomic_write_text, repo_root, seed_everything, set_torch_threads
+
+
+def build_prior_experiment(
+    out_dir: str | Path, env_id: str, seed: int, total_timesteps: int, sac
+) -> Path:
+    """Run one SAC experiment and save every transition it collected (in order).
+
+    Written to a temporary folder and renamed into place, so an interrupted
+    build leaves nothing half-written.
+    """
+    import gymnasium as gym
+    from stable_baselines3 import SAC
+    from stable_baselines3.common.monitor import Monitor
+
+    from memrl.experiments.experience_replay import sac_kwargs
+    from memrl.memory.mixed import Transitions
+
+    set_torch_threads(1)
+    seed_everything(seed)
+    env = Monitor(gym.make(env_id))
+    model = SAC("MlpPolicy", env, **{**sac_kwargs(sac, seed), "buffer_size": total_timesteps})
+    model.learn(total_timesteps)
+    rb = model.replay_buffer
+    n = rb.buffer_size if rb.full else rb.pos
+    data = Transitions(
+        observations=rb.observations[:n, 0].astype(np.float32),
+        actions=rb.actions[:n, 0].astype(np.float32),
+        rewards=rb.rewards[:n, 0].astype(np.float32),
+        next_observations=rb.next_observations[:n, 0].astype(np.float32),
+        dones=(rb.dones[:n, 0] * (1 - rb.timeouts[:n, 0])).astype(np.float32),
+    )
+    out_dir = Path(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}."))
+    tmp.chmod(0o755)
+    try:
+        data.save(tmp)
+        meta = {
+            "env_id": env_id,
+            "algorithm": "SAC (stable-baselines3)",
+            "seed": seed,
+            "total_timesteps": total_timesteps,
+            "transitions": n,
+            "episode_returns": [round(float(x), 4) for x in env.get_episode_rewards()],
+        }
+        atomic_write_text(tmp / "meta.json", json.dumps(meta, indent=1) + "\n")
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        tmp.rename(out_dir)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+    return out_dir
+
+
+def _dvc(*args: str) -> subprocess.CompletedProcess:
+    dvc = Path(sys.executable).with_name("dvc")
+    return subprocess.run([str(dvc), *args], cwd=repo_root(), capture_output=True, text=True)
+
+
+def verify() -> bool:
+    """True when ``data/`` exists and matches the hash recorded in ``data.dvc``."""
+    if not (repo_root() / "data").is_dir():
+        return False
+    res = _dvc("status", "--json", "data.dvc")
+    if res.returncode != 0:
+        raise RuntimeError(f"dvc status failed: {res.stderr.strip()}")
+    return json.loads(res.stdout or "{}") == {}
+
+
+def build(profile: str = "default") -> Path:
+    cfg = load_family("experience_replay", profile)
+    pd_ = cfg.prior_data
+    return build_prior_experiment(
+        repo_root() / pd_.path, cfg.rae.env_id, pd_.seed, pd_.total_timesteps, cfg.rae.sac
+    )
+
+
+def ensure() -> None:
+    if verify():
+        print("data/: up to date with data.dvc")
+        return
+    res = _dvc("pull", "-q", "data.dvc")
+    if res.returncode == 0 and verify():
+        print("data/: pulled from the in-repo DVC remote")
+        return
+    print("data/: not in the DVC remote; rebuilding it (deterministic)...", flush=True)
+    build()
+    if not verify():
+        raise SystemExit(
+            "data/ was rebuilt but its hash differs from data.dvc: "
+            "the builder is not deterministic on this machine"
+        )
+    print("data/: rebuilt; hash matches data.dvc")
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(
+        prog="python -m memrl.data",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument("command", choices=["ensure", "build", "verify"])
+    args = ap.parse_args(argv)
+    if args.command == "ensure":
+        ensure()
+    elif args.command == "build":
+        print(f"built {build()}")
+    else:
+        ok = verify()
+        print("data/ matches data.dvc" if ok else "data/ is missing or differs from data.dvc")
+        raise SystemExit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,66 @@
+"""Shared figure styles: learning curves with seed bands and claim intervals."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+from scipy import stats
+
+from memrl.stats.claims import ClaimResult
+
+VERDICT_COLORS = {"reproduced": "tab:green", "partially": "tab:orange", "not reproduced": "tab:red"}
+
+
+def iqm(values: np.ndarray, axis: int = 0) -> np.ndarray:
+    """Interquartile mean along ``axis`` (scipy's 25%-trimmed mean)."""
+    return stats.trim_mean(values, 0.25, axis=axis)
+
+
+def seed_curves(
+    ax,
+    x: Sequence[float],
+    curves: dict[str, np.ndarray],
+    xlabel: str,
+    ylabel: str,
+    title: str = "",
+    logy: bool = False,
+) -> None:
+    """Plot, per label, the IQM over seeds (rows of each array) with a 25-75% band."""
+    for label, ys in curves.items():
+        ys = np.asarray(ys, dtype=float)
+        mid = iqm(ys)
+        lo, hi = np.nanpercentile(ys, [25, 75], axis=0)
+        (line,) = ax.plot(x, mid, label=label, lw=2)
+        ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2, lw=0)
+    ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
+    if logy:
+        ax.set_yscale("log")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+
+
+def claim_intervals(results: Sequence[ClaimResult], figsize=(9, None)):
+    """One panel per claim: every compared method's IQM with its 95% CI."""
+    n = len(results)
+    fig, axes = plt.subplots(n, 1, figsize=(figsize[0], figsize[1] or 1.6 * n + 1), squeeze=False)
+    for ax, res in zip(axes[:, 0], results, strict=True):
+        names = list(res.estimates)
+        for i, name in enumerate(names):
+            e = res.estimates[name]
+            ax.errorbar(
+                e.iqm,
+                i,
+                xerr=[[e.iqm - e.ci_low], [e.ci_high - e.iqm]],
+                fmt="o",
+                color=VERDICT_COLORS[res.verdict] if name == res.ours else "tab:gray",
+                capsize=3,
+            )
+        ax.set_yticks(range(len(names)), names, fontsize=8)
+        ax.set_title(
+            f"{res.claim.claim_id}: {res.claim.metric}  —  {res.verdict}", fontsize=9, loc="left"
+        )
+        ax.grid(alpha=0.3, axis="x")
+    fig.tight_layout()
+    return fig

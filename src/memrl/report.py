@@ -1,0 +1,139 @@
+"""Gather every family's claims into ``results/REPORT.md`` and ``results/report.json``.
+
+    python -m memrl.report [results_dir]
+
+It only renders what the families' ``claims.json`` files say: numbers and
+verdicts were computed by the runs (see :mod:`memrl.stats.claims`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from memrl.runtime import atomic_write_json, atomic_write_text, repo_root
+from memrl.stats.claims import VERDICT_RULE
+
+FAMILY_ORDER = ("recurrent_off_policy", "episodic_control", "experience_replay", "llm_memory_rl")
+
+
+def load_rows(results: Path) -> list[dict[str, Any]]:
+    files = sorted(results.glob("*/claims.json"))
+    if not files:
+        raise FileNotFoundError(f"no */claims.json under {results}: run the family stages first")
+    rows: list[dict[str, Any]] = []
+    for f in files:
+        rows.extend(json.loads(f.read_text()))
+
+    def key(r: dict[str, Any]) -> tuple[int, str]:
+        fam = r["family"]
+        return (FAMILY_ORDER.index(fam) if fam in FAMILY_ORDER else 99, r["claim_id"])
+
+    return sorted(rows, key=key)
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.4g}"
+
+
+def _md_escape(s: str) -> str:
+    return s.replace("|", "\\|").replace("\n", " ")
+
+
+def render(rows: list[dict[str, Any]]) -> str:
+    counts = {
+        v: sum(r["verdict"] == v for r in rows)
+        for v in ("reproduced", "partially", "not reproduced")
+    }
+    out = [
+        "# memrl — claims report",
+        "",
+        "Every row: a paper's claim beside our reproduction. *Ours* is the interquartile mean (IQM) "
+        "over seeds with a 95% stratified-bootstrap confidence interval (rliable).",
+        "",
+        f"**Verdict rule.** {VERDICT_RULE}",
+        "",
+        f"**Summary:** {len(rows)} claims — {counts['reproduced']} reproduced, "
+        f"{counts['partially']} partially, {counts['not reproduced']} not reproduced.",
+        "",
+        "| family | claim | paper | source | paper's value | metric | ours: IQM [95% CI] | compared with | seeds | budget | verdict |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        o = r["ours"]
+        others = "; ".join(
+            f"{k}: {_fmt(v['iqm'])} [{_fmt(v['ci_low'])}, {_fmt(v['ci_high'])}]"
+            for k, v in r["estimates"].items()
+            if k != r["ours_name"]
+        )
+        cells = [
+            r["family"],
+            r["claim_id"],
+            r["paper"],
+            r["source"],
+            r["paper_value"],
+            r["metric"],
+            f"{r['ours_name']}: {_fmt(o['iqm'])} [{_fmt(o['ci_low'])}, {_fmt(o['ci_high'])}]",
+            others,
+            str(r["n_seeds"]),
+            r["budget"],
+            f"**{r['verdict']}**",
+        ]
+        out.append("| " + " | ".join(_md_escape(c) for c in cells) + " |")
+    out += ["", "## Claims, comparisons and deviations from the papers", ""]
+    for r in rows:
+        out.append(f"### {r['claim_id']} — {r['paper']} ({r['source']})")
+        out.append("")
+        out.append(f"*Claim:* {r['statement']}  ")
+        out.append(f"*Tested as:* {', '.join(r['comparisons'])} on {r['metric']}.  ")
+        out.append(
+            f"*Verdict:* **{r['verdict']}**"
+            + (f" (coverage: {r['coverage_note']})" if r.get("coverage_note") else "")
+        )
+        out.append("")
+        for d in r["deviations"]:
+            out.append(f"- {d}")
+        out.append("")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m memrl.report", description=__doc__)
+    ap.add_argument("results", nargs="?", default=None, help="results folder (default: results/)")
+    args = ap.parse_args(argv)
+    results = Path(args.results) if args.results else repo_root() / "results"
+    rows = load_rows(results)
+    report = [
+        {
+            k: r[k]
+            for k in (
+                "family",
+                "claim_id",
+                "paper",
+                "source",
+                "statement",
+                "paper_value",
+                "metric",
+                "ours",
+                "n_seeds",
+                "budget",
+                "verdict",
+                "deviations",
+            )
+        }
+        | {
+            "ours_name": r["ours_name"],
+            "estimates": r["estimates"],
+            "comparisons": r["comparisons"],
+        }
+        for r in rows
+    ]
+    atomic_write_json(results / "report.json", report)
+    atomic_write_text(results / "REPORT.md", render(rows) + "\n")
+    print(f"wrote {results / 'REPORT.md'} ({len(rows)} claims)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+"""Where a family's outputs go, and how they are written (atomically, never half)."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from memrl.runtime import atomic_path, atomic_write_json, repo_root
+from memrl.stats.claims import ClaimResult
+
+VERDICT_SCORE = {"reproduced": 1.0, "partially": 0.5, "not reproduced": 0.0}
+
+
+def output_dir(path: str) -> Path:
+    """``path`` relative to the repo root, or a fresh scratch folder when empty.
+
+    A notebook run by hand or under nbval writes to scratch, so it can never
+    overwrite the outputs DVC tracks under ``results/``.
+    """
+    if not path:
+        return Path(tempfile.mkdtemp(prefix="memrl-"))
+    out = Path(path)
+    out = out if out.is_absolute() else repo_root() / out
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def save_table(df: pd.DataFrame, path: Path) -> None:
+    """A tidy table as CSV, list-valued columns left out."""
+    flat = df[[c for c in df.columns if not df[c].map(lambda v: isinstance(v, list)).any()]]
+    with atomic_path(path) as tmp:
+        flat.to_csv(tmp, index=False)
+
+
+def save_figure(fig, path: Path) -> None:
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
+
+
+def save_claims(out: Path, family: str, rows: Sequence[ClaimResult]) -> None:
+    """``claims.json`` (full rows, read by the report) and ``metrics.json`` (for ``dvc metrics``)."""
+    full = [r.to_row() for r in rows]
+    atomic_write_json(out / "claims.json", full)
+    metrics = {
+        r["claim_id"]: {
+            "iqm": r["ours"]["iqm"],
+            "ci_low": r["ours"]["ci_low"],
+            "ci_high": r["ours"]["ci_high"],
+            "verdict_score": VERDICT_SCORE[r["verdict"]],
+        }
+        for r in full
+    }
+    atomic_write_json(out / "metrics.json", {family: metrics})
+
+
+def claims_table(rows: Sequence[ClaimResult], digits: int = 3) -> pd.DataFrame:
+    """The claims as a compact, deterministic table (for the notebook's claims cell)."""
+
+    def g(x: float) -> str:
+        return f"{x:.{digits}g}"
+
+    return pd.DataFrame(
+        [
+            {
+                "claim": r.claim.claim_id,
+                "paper": r.claim.paper.split(",")[0],
+                "ours": r.ours,
+                "IQM [95% CI]": f"{g(e.iqm)} [{g(e.ci_low)}, {g(e.ci_high)}]",
+                "others (IQM)": "; ".join(
+                    f"{k}: {g(v.iqm)}" for k, v in r.estimates.items() if k != r.ours
+                ),
+                "seeds": e.n,
+                "verdict": r.verdict,
+            }
+            for r in rows
+            for e in [r.estimates[r.ours]]
+        ]
+    ).set_index("claim")

@@ -1,0 +1,51 @@
+"""Aggregate per-seed scores with rliable: IQM and 95% stratified-bootstrap CIs."""
+
+from __future__ import annotations
+
+import warnings
+from typing import NamedTuple
+
+import numpy as np
+
+
+class Estimate(NamedTuple):
+    """An IQM over seeds with its 95% stratified-bootstrap confidence interval."""
+
+    iqm: float
+    ci_low: float
+    ci_high: float
+    n: int
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {"iqm": self.iqm, "ci_low": self.ci_low, "ci_high": self.ci_high, "n": self.n}
+
+    def __str__(self) -> str:
+        return f"{self.iqm:.4g} [{self.ci_low:.4g}, {self.ci_high:.4g}]"
+
+
+def iqm_ci(scores, reps: int = 2000, seed: int = 0) -> Estimate:
+    """IQM of ``scores`` (one value per seed, or runs x tasks) with a 95% CI.
+
+    The bootstrap is seeded, so the same scores always give the same interval.
+    """
+    from rliable import library as rly
+    from rliable import metrics
+
+    x = np.asarray(scores, dtype=np.float64)
+    if x.ndim == 1:
+        x = x[:, None]
+    if x.shape[0] < 2:
+        raise ValueError("a confidence interval needs at least 2 seeds")
+    if not np.all(np.isfinite(x)):
+        raise ValueError("scores must be finite")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        point, interval = rly.get_interval_estimates(
+            {"x": x},
+            lambda s: np.array([metrics.aggregate_iqm(s)]),
+            reps=reps,
+            random_state=np.random.RandomState(seed),
+        )
+    return Estimate(
+        float(point["x"][0]), float(interval["x"][0, 0]), float(interval["x"][1, 0]), x.shape[0]
+    )
