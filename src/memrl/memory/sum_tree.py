@@ -58,12 +58,18 @@ class SumTree:
             return
         nodes = idx + self.size
         self.tree[nodes] = priority
+        # parents of a sorted, duplicate-free node list stay sorted: dedupe by neighbours
         nodes = np.unique(nodes >> 1)
-        while nodes[0] >= 1:
-            self.tree[nodes] = self.tree[2 * nodes] + self.tree[2 * nodes + 1]
+        tree = self.tree
+        while True:
+            tree[nodes] = tree[2 * nodes] + tree[2 * nodes + 1]
             if nodes[0] == 1:
                 break
-            nodes = np.unique(nodes >> 1)
+            nodes >>= 1
+            keep = np.empty(nodes.shape, dtype=bool)
+            keep[0] = True
+            np.not_equal(nodes[1:], nodes[:-1], out=keep[1:])
+            nodes = nodes[keep]
 
     def find(self, mass: np.ndarray) -> np.ndarray:
         """Leaf indices whose prefix-sum interval contains each value of ``mass``.

@@ -38,14 +38,21 @@ def iqm_ci(scores, reps: int = 2000, seed: int = 0) -> Estimate:
         raise ValueError("a confidence interval needs at least 2 seeds")
     if not np.all(np.isfinite(x)):
         raise ValueError("scores must be finite")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)
-        point, interval = rly.get_interval_estimates(
-            {"x": x},
-            lambda s: np.array([metrics.aggregate_iqm(s)]),
-            reps=reps,
-            random_state=np.random.RandomState(seed),
-        )
+    # rliable 1.2's StratifiedBootstrap draws its resamples from numpy's *global*
+    # RNG (np.random.choice), ignoring `random_state`; seed it here and restore it after.
+    saved = np.random.get_state()
+    np.random.seed(seed)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            point, interval = rly.get_interval_estimates(
+                {"x": x},
+                lambda s: np.array([metrics.aggregate_iqm(s)]),
+                reps=reps,
+                random_state=np.random.RandomState(seed),
+            )
+    finally:
+        np.random.set_state(saved)
     return Estimate(
         float(point["x"][0]), float(interval["x"][0, 0]), float(interval["x"][1, 0]), x.shape[0]
     )

@@ -1,0 +1,66 @@
+import pytest
+import yaml
+
+from memrl.config import ConfigError, load_family, validate_all
+from memrl.runtime import repo_root
+
+
+def write(tmp_path, mutate):
+    raw = yaml.safe_load((repo_root() / "params.yaml").read_text())
+    mutate(raw)
+    p = tmp_path / "params.yaml"
+    p.write_text(yaml.safe_dump(raw))
+    return p
+
+
+def test_repo_params_validate_for_every_profile():
+    validate_all()
+    smoke = load_family("experience_replay", "smoke")
+    default = load_family("experience_replay", "default")
+    assert smoke.seeds == 2 and default.seeds >= 5
+    # overrides deep-merge: smoke keeps default's other keys
+    assert smoke.per_dqn.dqn == default.per_dqn.dqn
+    assert smoke.per_dqn.total_timesteps < default.per_dqn.total_timesteps
+
+
+def test_unknown_profile_and_family():
+    with pytest.raises(ConfigError, match="unknown profile 'fast'"):
+        load_family("experience_replay", "fast")
+    with pytest.raises(ConfigError, match="unknown family 'nope'"):
+        load_family("nope", "smoke")
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda r: r["experience_replay"]["default"].update(seeds="5"), "seeds"),
+        (lambda r: r["experience_replay"]["default"].update(seeds=1), "seeds"),
+        (
+            lambda r: r["experience_replay"]["default"]["per_dqn"].update(total_timesteps=0),
+            "per_dqn.total_timesteps",
+        ),
+        (lambda r: r["experience_replay"]["default"]["her"].update(n_bits=[10, -3]), "her.n_bits"),
+        (lambda r: r["experience_replay"]["default"]["rae"].update(typo_key=3), "typo_key"),
+        (
+            lambda r: r["experience_replay"]["default"]["her"].update(
+                goal_selection_strategy="best"
+            ),
+            "goal_selection_strategy",
+        ),
+        (
+            lambda r: r["experience_replay"]["smoke"]["per_dqn"].update(total_timesteps=500),
+            "learning_starts",
+        ),
+        (lambda r: r.update(profile="huge"), "unknown profile"),
+        (lambda r: r["experience_replay"].update(fast={}), "unknown profile keys"),
+    ],
+)
+def test_bad_values_fail_before_training(tmp_path, mutate, message):
+    path = write(tmp_path, mutate)
+    with pytest.raises(ConfigError, match=message):
+        validate_all(path)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(ConfigError, match="not found"):
+        load_family("experience_replay", "smoke", tmp_path / "none.yaml")

@@ -1,0 +1,54 @@
+"""The project's files agree with each other: dependencies, notebooks, pipeline."""
+
+import re
+import tomllib
+
+import yaml
+
+from memrl.runtime import repo_root
+
+ROOT = repo_root()
+
+
+def test_environment_yml_does_not_drift_from_pyproject():
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    deps = (tomllib.loads((ROOT / "pyproject.toml").read_text()))["project"]["dependencies"]
+    assert "conda-forge" in env["channels"] and env["channels"] == ["conda-forge"]
+    conda = [d for d in env["dependencies"] if isinstance(d, str)]
+    pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+    assert "pip" in conda
+    py = re.search(
+        r">=(\d+\.\d+)",
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"],
+    ).group(1)
+    assert f"python={py}" in conda
+    assert any(p.startswith("-e .") for p in pip)  # pyproject stays the single source
+    torch_pin = next(d for d in deps if d.startswith("torch"))
+    assert torch_pin == "torch==2.13.0"
+    assert [p for p in pip if p.startswith("torch")] == [torch_pin]
+
+
+def test_notebooks_are_paired_and_in_sync():
+    import jupytext
+
+    for ipynb in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        py = ipynb.with_suffix(".py")
+        assert py.is_file(), f"{ipynb.name} has no jupytext twin"
+        a = [c.source for c in jupytext.read(ipynb).cells]
+        b = [c.source for c in jupytext.read(py).cells]
+        assert a == b, f"{ipynb.name} and {py.name} differ: run `make notebooks`"
+        nb = jupytext.read(ipynb)
+        tags = [c.metadata.get("tags", []) for c in nb.cells]
+        assert sum("parameters" in t for t in tags) == 1
+        checked = [c for c in nb.cells if "NBVAL_CHECK_OUTPUT" in c.source]
+        assert checked and all(c.outputs for c in checked), "checked cells need stored outputs"
+
+
+def test_every_notebook_has_a_dvc_stage():
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    for ipynb in (ROOT / "notebooks").glob("*.ipynb"):
+        stage = stages[ipynb.stem]
+        assert f"notebooks/{ipynb.name}" in stage["deps"]
+        assert "papermill" in stage["cmd"] and "${profile}" in stage["cmd"]
+        assert "profile" in stage["params"] and ipynb.stem in stage["params"]
+    assert "report" in stages
