@@ -427,12 +427,9 @@ def claims(cfg: ExperienceReplayParams, results: dict[str, pd.DataFrame]) -> lis
     # 3. HER ------------------------------------------------------------------------------
     h, hp = results["her"], cfg.her
     n_top = max(hp.n_bits)
-    top_runs = h[h.n_bits == n_top]
-    est = {
-        m: _est(top_runs[top_runs.method == m].success, cfg, 30 + i)
-        for i, m in enumerate(("DQN+HER", "DQN"))
-    }
-    solved = {m: _max_solved(h[h.method == m], hp.success_threshold) for m in ("DQN+HER", "DQN")}
+    solved = _max_solved_per_seed(h, hp.success_threshold)
+    est = {m: _est(solved[m], cfg, 30 + i) for i, m in enumerate(("DQN+HER", "DQN"))}
+    her_reach = est["DQN+HER"].iqm
     out.append(
         ClaimResult(
             Claim(
@@ -441,8 +438,8 @@ def claims(cfg: ExperienceReplayParams, results: dict[str, pd.DataFrame]) -> lis
                 "Andrychowicz et al. 2017, Hindsight Experience Replay",
                 "Sec. 4.1, Fig. 1 (bit flipping)",
                 "DQN fails on bit flipping beyond ~13-15 bits; DQN+HER solves it up to 50 bits.",
-                "DQN fails > 13-15 bits; HER solves up to 50 bits (unverified read of Fig. 1)",
-                f"final success rate at n = {n_top} bits",
+                "DQN: up to ~13-15 bits; DQN+HER: up to 50 bits (unverified read of Fig. 1)",
+                f"largest n (bits) solved, success rate >= {hp.success_threshold} (0 = none)",
                 True,
             ),
             est,
@@ -452,10 +449,12 @@ def claims(cfg: ExperienceReplayParams, results: dict[str, pd.DataFrame]) -> lis
             deviations=[
                 "SB3 DQN + HerReplayBuffer, one env, 1 update per step, instead of the paper's "
                 "epochs x cycles x episodes loop with 40 batches per cycle",
+                f"{hp.steps_per_bit} env steps per bit: far below the paper's budget",
             ],
-            coverage_complete=n_top >= 50,
-            coverage_note=f"swept up to {n_top} bits (paper: 50)",
-            extra={"max_bits_solved_median": solved, "success_threshold": hp.success_threshold},
+            coverage_complete=n_top >= 50 and her_reach >= 50,
+            coverage_note=f"swept n up to {n_top}; DQN+HER solved up to n = {her_reach:.3g} "
+            "(IQM over seeds; paper: 50)",
+            extra={"success_threshold": hp.success_threshold},
         )
     )
 
@@ -531,11 +530,14 @@ def _log2_slope(df: pd.DataFrame) -> float:
     return float(np.polyfit(med.index.to_numpy(float), np.log2(med.to_numpy(float)), 1)[0])
 
 
-def _max_solved(df: pd.DataFrame, threshold: float) -> int:
-    """Largest n whose median success rate over seeds reaches ``threshold`` (0 if none)."""
-    med = df.groupby("n_bits").success.median()
-    ok = med[med >= threshold]
-    return int(ok.index.max()) if len(ok) else 0
+def _max_solved_per_seed(df: pd.DataFrame, threshold: float) -> dict[str, np.ndarray]:
+    """Per method, per seed: the largest n whose success rate reaches ``threshold`` (0 if none)."""
+    out = {}
+    for method, g in df.groupby("method"):
+        ok = g[g.success >= threshold]
+        best = ok.groupby("seed").n_bits.max()
+        out[method] = np.array([best.get(s, 0) for s in sorted(g.seed.unique())], dtype=float)
+    return out
 
 
 # =========================================================================== plot data
