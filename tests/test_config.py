@@ -52,6 +52,10 @@ def test_unknown_profile_and_family():
             "learning_starts",
         ),
         (lambda r: r.update(profile="huge"), "unknown profile"),
+        (
+            lambda r: r["experience_replay"]["default"]["rae"].update(env_id="Pendulum-v9"),
+            "unknown gymnasium env 'Pendulum-v9'",
+        ),
         (lambda r: r["experience_replay"].update(fast={}), "unknown profile keys"),
     ],
 )

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from memrl.runtime import repo_root
 
@@ -31,6 +31,20 @@ PosInt = Annotated[int, Field(gt=0, strict=True)]
 NonNegInt = Annotated[int, Field(ge=0, strict=True)]
 PosFloat = Annotated[float, Field(gt=0)]
 Prob = Annotated[float, Field(ge=0, le=1)]
+
+
+def _registered_env(env_id: str) -> str:
+    import gymnasium as gym
+
+    if env_id not in gym.envs.registry:
+        close = [k for k in gym.envs.registry if env_id.split("-")[0].lower() in k.lower()][:5]
+        raise ValueError(
+            f"unknown gymnasium env '{env_id}'" + (f"; did you mean {close}?" if close else "")
+        )
+    return env_id
+
+
+EnvId = Annotated[str, AfterValidator(_registered_env)]
 
 
 class ConfigError(ValueError):
@@ -83,7 +97,7 @@ class DQNParams(_Strict):
 
 
 class PerDQNParams(_Strict):
-    env_id: str
+    env_id: EnvId
     total_timesteps: PosInt
     eval_episodes: PosInt
     alpha: Annotated[float, Field(ge=0)]
@@ -129,7 +143,7 @@ class SACParams(_Strict):
 
 
 class RaEParams(_Strict):
-    env_id: str
+    env_id: EnvId
     total_timesteps: PosInt
     eval_episodes: PosInt
     prior_fraction: Annotated[float, Field(gt=0, lt=1)]

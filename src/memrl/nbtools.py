@@ -32,13 +32,11 @@ def refresh(py_path: Path) -> Path:
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
-        cell.execution_count = None
         if CHECK_MARK in cell.source:
+            # nbval skips a reference cell without an execution count as "unrun"
             cell.outputs = [o for o in cell.outputs if o.get("name") != "stderr"]
-            for o in cell.outputs:
-                if "execution_count" in o:
-                    o["execution_count"] = None
         else:
+            cell.execution_count = None
             cell.outputs = []
         cell.metadata.pop("execution", None)
     nb.metadata.pop("papermill", None)

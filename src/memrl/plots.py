@@ -57,6 +57,10 @@ def claim_intervals(results: Sequence[ClaimResult], figsize=(9, None)):
                 color=VERDICT_COLORS[res.verdict] if name == res.ours else "tab:gray",
                 capsize=3,
             )
+        lows = [res.estimates[k].ci_low for k in names]
+        highs = [res.estimates[k].ci_high for k in names]
+        if min(lows) > 0 and max(highs) / min(lows) > 100:  # e.g. update counts
+            ax.set_xscale("log")
         ax.set_yticks(range(len(names)), names, fontsize=8)
         ax.set_title(
             f"{res.claim.claim_id}: {res.claim.metric}  —  {res.verdict}", fontsize=9, loc="left"
