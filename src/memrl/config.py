@@ -81,7 +81,7 @@ class CliffwalkParams(_Strict):
 
 
 class DQNParams(_Strict):
-    """SB3 DQN hyperparameters (the rl-zoo's CartPole-v1 set by default)."""
+    """SB3 DQN keyword arguments (``net_arch`` goes to ``policy_kwargs``)."""
 
     learning_rate: PosFloat
     batch_size: PosInt
@@ -113,15 +113,7 @@ class HerParams(_Strict):
     goal_selection_strategy: Literal["future", "final", "episode"]
     eval_episodes: PosInt
     success_threshold: Prob
-    learning_rate: PosFloat
-    batch_size: PosInt
-    buffer_size: PosInt
-    learning_starts: NonNegInt
-    gamma: Annotated[float, Field(gt=0, le=1)]
-    target_update_interval: PosInt
-    exploration_fraction: Prob
-    exploration_final_eps: Prob
-    net_arch: list[PosInt] = Field(min_length=1)
+    dqn: DQNParams
 
 
 class PriorDataParams(_Strict):
@@ -133,6 +125,8 @@ class PriorDataParams(_Strict):
 
 
 class SACParams(_Strict):
+    """SB3 SAC keyword arguments (``net_arch`` goes to ``policy_kwargs``)."""
+
     learning_rate: PosFloat
     batch_size: PosInt
     buffer_size: PosInt

@@ -40,13 +40,13 @@ def build_prior_experiment(
     from stable_baselines3 import SAC
     from stable_baselines3.common.monitor import Monitor
 
-    from memrl.experiments.experience_replay import sac_kwargs
+    from memrl.agents.sb3 import sb3_kwargs
     from memrl.memory.mixed import Transitions
 
     set_torch_threads(1)
     seed_everything(seed)
     env = Monitor(gym.make(env_id))
-    model = SAC("MlpPolicy", env, **{**sac_kwargs(sac, seed), "buffer_size": total_timesteps})
+    model = SAC("MlpPolicy", env, **sb3_kwargs(sac, seed, buffer_size=total_timesteps))
     model.learn(total_timesteps)
     rb = model.replay_buffer
     n = rb.buffer_size if rb.full else rb.pos

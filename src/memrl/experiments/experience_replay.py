@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from memrl.agents.sb3 import sb3_kwargs
 from memrl.config import ExperienceReplayParams, RuntimeParams
 from memrl.runtime import repo_root, run_jobs, seed_everything
 from memrl.stats.aggregate import Estimate, iqm_ci
@@ -118,22 +119,8 @@ def per_dqn_job(seed: int, prioritized: bool, p: Any) -> dict[str, Any]:
     seed_everything(seed)
     d = p.dqn
     env = Monitor(gym.make(p.env_id))
-    kwargs: dict[str, Any] = dict(
-        learning_rate=d.learning_rate * (p.lr_scale if prioritized else 1.0),
-        batch_size=d.batch_size,
-        buffer_size=d.buffer_size,
-        learning_starts=d.learning_starts,
-        gamma=d.gamma,
-        target_update_interval=d.target_update_interval,
-        train_freq=d.train_freq,
-        gradient_steps=d.gradient_steps,
-        exploration_fraction=d.exploration_fraction,
-        exploration_final_eps=d.exploration_final_eps,
-        policy_kwargs={"net_arch": list(d.net_arch)},
-        seed=seed,
-        device="cpu",
-        verbose=0,
-    )
+    lr = d.learning_rate * (p.lr_scale if prioritized else 1.0)
+    kwargs = sb3_kwargs(d, seed, learning_rate=lr)
     if prioritized:
         kwargs["replay_buffer_kwargs"] = {"alpha": p.alpha, "beta0": p.beta0}
         model = PrioritizedDQN("MlpPolicy", env, **kwargs)
@@ -171,22 +158,7 @@ def her_job(seed: int, n_bits: int, her: bool, p: Any) -> dict[str, Any]:
 
     seed_everything(seed)
     env = BitFlippingEnv(n_bits=n_bits, continuous=False, max_steps=n_bits)
-    kwargs: dict[str, Any] = dict(
-        learning_rate=p.learning_rate,
-        batch_size=p.batch_size,
-        buffer_size=p.buffer_size,
-        learning_starts=p.learning_starts,
-        gamma=p.gamma,
-        target_update_interval=p.target_update_interval,
-        train_freq=1,
-        gradient_steps=1,
-        exploration_fraction=p.exploration_fraction,
-        exploration_final_eps=p.exploration_final_eps,
-        policy_kwargs={"net_arch": list(p.net_arch)},
-        seed=seed,
-        device="cpu",
-        verbose=0,
-    )
+    kwargs = sb3_kwargs(p.dqn, seed)
     if her:
         kwargs["replay_buffer_class"] = HerReplayBuffer
         kwargs["replay_buffer_kwargs"] = {
@@ -249,21 +221,6 @@ def prior_subset(prior: Any, condition: str, p: Any, seed: int) -> Any:
     raise ValueError(f"unknown RaE condition '{condition}'")
 
 
-def sac_kwargs(s: Any, seed: int) -> dict[str, Any]:
-    return dict(
-        learning_rate=s.learning_rate,
-        batch_size=s.batch_size,
-        buffer_size=s.buffer_size,
-        learning_starts=s.learning_starts,
-        gamma=s.gamma,
-        tau=s.tau,
-        policy_kwargs={"net_arch": list(s.net_arch)},
-        seed=seed,
-        device="cpu",
-        verbose=0,
-    )
-
-
 def rae_job(seed: int, condition: str, p: Any, prior_dir: str) -> dict[str, Any]:
     import gymnasium as gym
     from stable_baselines3 import SAC
@@ -274,7 +231,7 @@ def rae_job(seed: int, condition: str, p: Any, prior_dir: str) -> dict[str, Any]
 
     seed_everything(seed)
     env = Monitor(gym.make(p.env_id))
-    kwargs = sac_kwargs(p.sac, seed)
+    kwargs = sb3_kwargs(p.sac, seed)
     if condition != "scratch":
         prior = prior_subset(Transitions.load(prior_dir), condition, p, seed)
         kwargs["replay_buffer_class"] = MixedReplayBuffer
