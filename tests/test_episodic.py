@@ -1,0 +1,67 @@
+import numpy as np
+import pytest
+
+from memrl.memory.episodic import EpisodicMemory
+
+
+def test_exact_match_keeps_the_max_return():
+    m = EpisodicMemory(10, 3, k=2)
+    key = np.array([10.0, -3.0, 7.5])
+    i = m.write(key, 1.0)
+    assert m.write(key, 0.5) == i and m.values[i] == 1.0  # lower return: no change
+    assert m.write(key, 4.0) == i and m.values[i] == 4.0
+    assert len(m) == 1
+    assert m.estimate(key[None])[0] == 4.0
+
+
+def test_knn_estimate_matches_brute_force():
+    rng = np.random.default_rng(0)
+    m = EpisodicMemory(500, 8, k=11)
+    keys = rng.normal(size=(300, 8)).astype(np.float32) * 20
+    vals = rng.normal(size=300)
+    for k, v in zip(keys, vals, strict=True):
+        m.write(k, v)
+    queries = rng.normal(size=(50, 8)).astype(np.float32) * 20
+    d = ((queries[:, None, :] - keys[None]) ** 2).sum(-1)
+    expected = vals[np.argsort(d, axis=1)[:, :11]].mean(1)
+    np.testing.assert_allclose(m.estimate(queries), expected, rtol=1e-9)
+    # a stored key returns its own value, not a neighbour mean
+    np.testing.assert_allclose(m.estimate(keys[:5]), vals[:5])
+
+
+def test_fewer_keys_than_k_and_empty_table():
+    m = EpisodicMemory(10, 2, k=11)
+    assert m.estimate(np.zeros((3, 2))).tolist() == [0.0, 0.0, 0.0]
+    m.write([0, 0], 2.0)
+    m.write([1, 1], 4.0)
+    assert m.estimate(np.array([[5.0, 5.0]]))[0] == pytest.approx(3.0)
+
+
+def test_lru_eviction_drops_the_least_recently_used():
+    m = EpisodicMemory(3, 1, k=1)
+    for x in (0.0, 10.0, 20.0):
+        m.write([x], x)
+    m.estimate(np.array([[0.5]]))  # touches key 0 (its nearest neighbour)
+    m.write([30.0], 30.0)  # full: evicts key 10, the least recently used
+    assert sorted(m.keys[: len(m), 0].tolist()) == [0.0, 20.0, 30.0]
+    assert len(m) == 3
+
+
+def test_state_aggregation_merges_within_radius():
+    m = EpisodicMemory(10, 2, k=1, merge_radius=0.5)
+    i = m.write([0.0, 0.0], 1.0)
+    assert m.write([0.3, 0.3], 5.0) == i  # distance 0.42 < 0.5: merged, max kept
+    assert m.values[i] == 5.0 and len(m) == 1
+    m.write([0.6, 0.0], 2.0)  # distance 0.6: a new key
+    assert len(m) == 2
+    exact = EpisodicMemory(10, 2, k=1)
+    exact.write([0.0, 0.0], 1.0)
+    exact.write([1e-3, 0.0], 1.0)
+    assert len(exact) == 2  # no radius: only exact matches merge
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError):
+        EpisodicMemory(0, 4)
+    with pytest.raises(ValueError):
+        EpisodicMemory(4, 4, merge_radius=-1)
