@@ -65,7 +65,7 @@ print(f"profile={profile}  seeds={cfg.seeds}  workers={rt.workers}")
 
 # %%
 q = er.run_q_replay(cfg, rt)
-fig, ax = plt.subplots(figsize=(7, 4))
+fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 4))
 plots.seed_curves(
     ax,
     q.steps.iloc[0],
@@ -75,6 +75,26 @@ plots.seed_curves(
     "Q-learning with replay",
     logy=True,
 )
+# the paper's two knobs: how many replays, how often
+for every, g in q[q.replay_count > 0].groupby("replay_every"):
+    final = g.groupby("replay_count").final_error
+    ax2.errorbar(
+        final.median().index,
+        final.median().values,
+        yerr=final.std().values,
+        fmt="o-",
+        capsize=3,
+        label=f"replay every {every} step(s)",
+    )
+ax2.axhline(q[q.replay_count == 0].final_error.median(), color="k", ls="--", label="no replay")
+ax2.set(
+    xscale="log",
+    xlabel="replays per replay event",
+    ylabel="final error (median over seeds)",
+    title="Final error vs number and frequency of replays",
+)
+ax2.grid(alpha=0.3)
+ax2.legend(fontsize=8)
 save_figure(fig, out / "figures" / "q_replay.png")
 
 # %% [markdown]

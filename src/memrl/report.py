@@ -93,6 +93,12 @@ def render(rows: list[dict[str, Any]]) -> str:
             + (f" (coverage: {r['coverage_note']})" if r.get("coverage_note") else "")
         )
         out.append("")
+        for k, v in (r.get("extra") or {}).items():
+            shown = f"{v:.4g}" if isinstance(v, float) else v
+            out.append(f"*{k.replace('_', ' ')}:* {shown}  ")
+        out.append("")
+        out.append("Deviations from the paper's setup:")
+        out.append("")
         for d in r["deviations"]:
             out.append(f"- {d}")
         out.append("")

@@ -74,7 +74,9 @@ def run_q_replay(cfg: ExperienceReplayParams, rt: RuntimeParams) -> pd.DataFrame
 
 
 def _q_label(count: int, every: int) -> str:
-    return "no replay" if count == 0 else f"{count} replays / {every} steps"
+    if count == 0:
+        return "no replay"
+    return f"{count} replay{'s' * (count != 1)} every {every} step{'s' * (every != 1)}"
 
 
 # =========================================================================== 2a. Blind Cliffwalk
@@ -277,7 +279,6 @@ def _est(values, cfg: ExperienceReplayParams, salt: int) -> Estimate:
 def claims(cfg: ExperienceReplayParams, results: dict[str, pd.DataFrame]) -> list[ClaimResult]:
     """Turn the run tables into the family's claim rows (verdicts computed, not typed)."""
     out: list[ClaimResult] = []
-    seeds = cfg.seeds
 
     # 1. Szlak & Shamir ------------------------------------------------------------
     q, qp = results["q_replay"], cfg.q_replay
@@ -345,7 +346,10 @@ def claims(cfg: ExperienceReplayParams, results: dict[str, pd.DataFrame]) -> lis
                 "memory holds the expected transitions of 2^n random episodes (our reading of "
                 "Sec. 3.1); Q initialised to 0; convergence threshold not verified in the paper",
             ],
-            extra={"uniform_log2_slope": _log2_slope(cw[cw.method == "uniform"])},
+            extra={
+                "uniform_log2_updates_per_state": _log2_slope(cw[cw.method == "uniform"]),
+                "prioritized_log2_updates_per_state": _log2_slope(cw[cw.method == "prioritized"]),
+            },
         )
     )
 
@@ -476,8 +480,6 @@ def claims(cfg: ExperienceReplayParams, results: dict[str, pd.DataFrame]) -> lis
             ],
         )
     )
-    for c in out:
-        c.extra.setdefault("seeds", seeds)
     return out
 
 

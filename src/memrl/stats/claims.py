@@ -75,7 +75,7 @@ class ClaimResult:
             "coverage_complete": self.coverage_complete,
             "coverage_note": self.coverage_note,
             "deviations": list(self.deviations),
-            **self.extra,
+            "extra": dict(self.extra),
         }
 
 
