@@ -87,7 +87,11 @@ def render(rows: list[dict[str, Any]]) -> str:
         out.append(f"### {r['claim_id']} — {r['paper']} ({r['source']})")
         out.append("")
         out.append(f"*Claim:* {r['statement']}  ")
-        out.append(f"*Tested as:* {', '.join(r['comparisons'])} on {r['metric']}.  ")
+        better = "higher" if r["higher_is_better"] else "lower"
+        out.append(
+            f"*Tested as:* {', '.join(r['comparisons'])} on {r['metric']} "
+            f'("A > B": A beats B; {better} is better).  '
+        )
         out.append(
             f"*Verdict:* **{r['verdict']}**"
             + (f" (coverage: {r['coverage_note']})" if r.get("coverage_note") else "")
