@@ -99,3 +99,13 @@ def test_report_without_claims_fails(tmp_path):
 
     with pytest.raises(FileNotFoundError):
         report_main([str(tmp_path)])
+
+
+def test_per_axis_iqm_agrees_with_rliable():
+    from rliable import metrics
+
+    from memrl.stats.aggregate import iqm
+
+    x = np.random.default_rng(0).normal(size=(7, 4))
+    for j in range(4):
+        assert iqm(x)[j] == pytest.approx(metrics.aggregate_iqm(x[:, j]))

@@ -6,16 +6,11 @@ from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
-from scipy import stats
 
+from memrl.stats.aggregate import iqm
 from memrl.stats.claims import ClaimResult
 
 VERDICT_COLORS = {"reproduced": "tab:green", "partially": "tab:orange", "not reproduced": "tab:red"}
-
-
-def iqm(values: np.ndarray, axis: int = 0) -> np.ndarray:
-    """Interquartile mean along ``axis`` (scipy's 25%-trimmed mean)."""
-    return stats.trim_mean(values, 0.25, axis=axis)
 
 
 def seed_curves(

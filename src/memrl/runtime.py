@@ -111,7 +111,6 @@ def _json_default(o: Any) -> Any:
 
 # --------------------------------------------------------------------------- parallel seeds
 def _init_worker(threads: int) -> None:
-    os.environ["MEMRL_WORKER"] = "1"
     set_torch_threads(threads)
 
 

@@ -16,7 +16,7 @@ import pandas as pd
 from memrl.agents.sb3 import sb3_kwargs
 from memrl.config import ExperienceReplayParams, RuntimeParams
 from memrl.runtime import repo_root, run_jobs, seed_everything
-from memrl.stats.aggregate import Estimate, iqm_ci
+from memrl.stats.aggregate import Estimate, iqm, iqm_ci
 from memrl.stats.claims import Claim, ClaimResult, Comparison
 
 FAMILY = "experience_replay"
@@ -504,8 +504,6 @@ def _iqm_over_seeds(
     df: pd.DataFrame, key: str, x: str, y: str, labels: dict[str, str]
 ) -> pd.DataFrame:
     """Wide table: ``x`` then one column per label, each the IQM over seeds of ``y``."""
-    from memrl.plots import iqm
-
     cols = {}
     for name, label in labels.items():
         runs = df[df[key] == name]

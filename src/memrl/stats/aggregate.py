@@ -23,6 +23,13 @@ class Estimate(NamedTuple):
         return f"{self.iqm:.4g} [{self.ci_low:.4g}, {self.ci_high:.4g}]"
 
 
+def iqm(values: np.ndarray, axis: int = 0) -> np.ndarray:
+    """Interquartile mean along ``axis`` (the 25%-trimmed mean, as rliable's ``aggregate_iqm``)."""
+    from scipy import stats
+
+    return stats.trim_mean(values, 0.25, axis=axis)
+
+
 def iqm_ci(scores, reps: int = 2000, seed: int = 0) -> Estimate:
     """IQM of ``scores`` (one value per seed, or runs x tasks) with a 95% CI.
 
