@@ -63,3 +63,4 @@ notebooks: install
 bench: install
 	$(BIN)/python -m pip install -q -e '.[bench]'
 	$(BIN)/python benchmarks/per_sampling.py
+	$(BIN)/python benchmarks/episodic_control.py

@@ -65,3 +65,53 @@ def test_bad_arguments():
         EpisodicMemory(0, 4)
     with pytest.raises(ValueError):
         EpisodicMemory(4, 4, merge_radius=-1)
+
+
+def test_exact_hits_skip_the_knn_scan_and_aggregated_states_read_their_representative():
+    m = EpisodicMemory(10, 2, k=3)
+    for x in range(5):
+        m.write([float(x), 0.0], float(x))
+    before = m.scanned
+    assert m.estimate(np.array([[2.0, 0.0]]))[0] == 2.0
+    assert m.scanned == before  # exact match: answered from the hash, no distances
+    m.estimate(np.array([[2.2, 0.0]]))
+    assert m.scanned == before + 5  # a miss scans every stored key once
+    agg = EpisodicMemory(10, 2, k=3, merge_radius=0.5)
+    agg.write([0.0, 0.0], 1.0)
+    agg.write([0.3, 0.0], 7.0)  # merged into the first key
+    agg.write([5.0, 0.0], -1.0)
+    agg.write([6.0, 0.0], -1.0)
+    assert len(agg) == 3
+    # within the radius of a stored key: its value, not the mean of 3 neighbours
+    assert agg.estimate(np.array([[0.3, 0.0]]))[0] == 7.0
+
+
+def test_eviction_frees_the_exact_match_slot():
+    m = EpisodicMemory(2, 1, k=1)
+    m.write([0.0], 1.0)
+    m.write([1.0], 2.0)
+    m.estimate(np.array([[1.0]]))  # touch key 1
+    m.write([2.0], 3.0)  # evicts key 0
+    assert sorted(m.keys[:2, 0].tolist()) == [1.0, 2.0]
+    i = m.write([0.0], 5.0)  # key 0 is new again, not a stale match
+    assert m.values[i] == 5.0 and len(m) == 2
+
+
+def test_wrong_key_width_is_a_clear_error():
+    m = EpisodicMemory(4, 3)
+    with pytest.raises(ValueError, match="3 columns"):
+        m.write([1.0, 2.0], 0.0)
+
+
+def test_merged_states_become_hits_and_leave_with_their_representative():
+    m = EpisodicMemory(2, 1, k=1, merge_radius=0.5)
+    m.write([0.0], 1.0)
+    m.write([0.2], 3.0)  # merged into key 0
+    before = m.scanned
+    assert m.estimate(np.array([[0.2]]))[0] == 3.0 and m.scanned == before  # O(1) hit
+    m.write([5.0], 0.0)
+    m.estimate(np.array([[5.0]]))  # key 0 is now least recently used
+    m.write([9.0], 2.0)  # evicts key 0 and its alias
+    assert sorted(m.keys[:2, 0].tolist()) == [5.0, 9.0]
+    assert m.write([0.2], 4.0) != -1 and len(m) == 2  # 0.2 is a new state again
+    assert np.isclose(m.keys[:2, 0], 0.2).any()  # stored as its own key

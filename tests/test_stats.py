@@ -49,6 +49,25 @@ def test_verdict_rule(comps, higher, coverage, expected):
     assert verdict(E, [Comparison(*c) for c in comps], higher, coverage) == expected
 
 
+@pytest.mark.parametrize(
+    "better, worse, higher, holds",
+    [
+        ("c", "a", True, True),  # c's CI (5..10.5) reaches a's IQM 10: no significant loss
+        ("b", "a", True, False),  # b's CI tops out at 6 < 10
+        ("a", "b", True, True),  # beating is matching too
+        ("a", "b", False, False),  # lower is better: a (10) is a loss against b (5)
+    ],
+)
+def test_matches_or_beats_relation(better, worse, higher, holds):
+    from memrl.stats.claims import MATCHES
+
+    got = verdict(E, [Comparison(better, worse, MATCHES)], higher, True)
+    assert got == (REPRODUCED if holds else NOT_REPRODUCED)
+    assert str(Comparison(better, worse, MATCHES)) == f"{better} >= {worse}"
+    with pytest.raises(ValueError):
+        Comparison("a", "b", "roughly")
+
+
 def test_verdict_needs_known_names():
     with pytest.raises(KeyError):
         verdict(E, [Comparison("a", "zzz")], True)

@@ -36,6 +36,10 @@ Prob = Annotated[float, Field(ge=0, le=1)]
 def _registered_env(env_id: str) -> str:
     import gymnasium as gym
 
+    from memrl.envs.registry import MINATAR_PREFIX, register_minatar
+
+    if env_id.startswith(MINATAR_PREFIX):
+        register_minatar()
     if env_id not in gym.envs.registry:
         close = [k for k in gym.envs.registry if env_id.split("-")[0].lower() in k.lower()][:5]
         raise ValueError(
@@ -167,12 +171,105 @@ class ExperienceReplayParams(_Strict):
         return self
 
 
+# --------------------------------------------------------------------------- episodic control
+EC_METHODS = ("DQN", "MFEC", "NEC")
+
+
+class ECEnvParams(_Strict):
+    """One environment of the episodic-control comparison and the methods run on it."""
+
+    env_id: EnvId
+    total_timesteps: PosInt
+    methods: list[Literal["DQN", "MFEC", "NEC"]] = Field(min_length=1)
+
+
+class MFECParams(_Strict):
+    """Model-Free Episodic Control (Blundell et al. 2016)."""
+
+    key_dim: PosInt
+    k: PosInt
+    capacity: PosInt
+    gamma: Annotated[float, Field(gt=0, le=1)]
+    epsilon_start: Prob
+    epsilon_final: Prob
+    exploration_fraction: Prob
+    merge_radius: Annotated[float, Field(ge=0)] = 0.0
+
+
+class NECParams(_Strict):
+    """Neural Episodic Control (Pritzel et al. 2017)."""
+
+    key_dim: PosInt
+    capacity: PosInt
+    neighbours: PosInt
+    delta: PosFloat
+    alpha: Prob
+    learning_rate: PosFloat
+    dnd_learning_rate: Annotated[float, Field(ge=0)]
+    buffer_size: PosInt
+    batch_size: PosInt
+    n_step: PosInt
+    gamma: Annotated[float, Field(gt=0, le=1)]
+    train_freq: PosInt
+    learning_starts: NonNegInt
+    epsilon_start: Prob
+    epsilon_final: Prob
+    exploration_fraction: Prob
+
+
+class AggregationParams(_Strict):
+    """MFEC with state aggregation (Pinto 2020): merge radii swept on one env."""
+
+    env_id: EnvId
+    merge_radii: list[PosFloat] = Field(min_length=1)
+
+
+class EpisodicControlParams(_Strict):
+    seeds: Annotated[int, Field(ge=2, strict=True)]
+    bootstrap_reps: PosInt
+    curve_points: Annotated[int, Field(ge=2, strict=True)]
+    early_fraction: Annotated[float, Field(gt=0, le=1)]
+    envs: list[ECEnvParams] = Field(min_length=1)
+    dqn_minatar: DQNParams
+    dqn_classic: DQNParams
+    mfec: MFECParams
+    nec: NECParams
+    aggregation: AggregationParams
+
+    def dqn_for(self, env_id: str) -> DQNParams:
+        """The DQN baseline's block for ``env_id`` (MinAtar network or rl-zoo classic control)."""
+        from memrl.envs.registry import MINATAR_PREFIX
+
+        return self.dqn_minatar if env_id.startswith(MINATAR_PREFIX) else self.dqn_classic
+
+    @model_validator(mode="after")
+    def _consistent(self) -> EpisodicControlParams:
+        ids = [e.env_id for e in self.envs]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"envs lists an env twice: {ids}")
+        mfec_envs = [e.env_id for e in self.envs if "MFEC" in e.methods]
+        if self.aggregation.env_id not in mfec_envs:
+            raise ValueError(
+                f"aggregation.env_id '{self.aggregation.env_id}' must be one of the envs running "
+                f"MFEC (its exact-match runs are the baseline): {mfec_envs}"
+            )
+        for e in self.envs:
+            if "DQN" in e.methods and self.dqn_for(e.env_id).learning_starts >= e.total_timesteps:
+                raise ValueError(f"DQN learning_starts must be below {e.env_id}'s budget")
+            if "NEC" in e.methods and self.nec.learning_starts >= e.total_timesteps:
+                raise ValueError(f"nec.learning_starts must be below {e.env_id}'s budget")
+        return self
+
+
 class RuntimeParams(_Strict):
     workers: PosInt = 2
     torch_threads: PosInt = 1
 
 
-FAMILIES: dict[str, type[BaseModel]] = {"experience_replay": ExperienceReplayParams}
+FAMILIES: dict[str, type[BaseModel]] = {
+    "experience_replay": ExperienceReplayParams,
+    "episodic_control": EpisodicControlParams,
+}
 
 
 # --------------------------------------------------------------------------- loading
@@ -203,7 +300,8 @@ def _format_errors(family: str, profile: str, err: ValidationError) -> str:
     lines = [f"invalid parameters for family '{family}' (profile '{profile}'):"]
     for e in err.errors():
         loc = ".".join(str(p) for p in e["loc"])
-        lines.append(f"  {family}.{loc}: {e['msg']} (got {e.get('input')!r})")
+        got = f" (got {e.get('input')!r})" if loc else ""  # whole-model checks: no dump
+        lines.append(f"  {family}{'.' + loc if loc else ''}: {e['msg']}{got}")
     return "\n".join(lines)
 
 

@@ -63,3 +63,16 @@ def claim_intervals(results: Sequence[ClaimResult], figsize=(9, None)):
         ax.grid(alpha=0.3, axis="x")
     fig.tight_layout()
     return fig
+
+
+def ci_curves(ax, df, xlabel: str, ylabel: str, title: str = "") -> None:
+    """Sample-efficiency curves: per ``method``, the IQM over seeds against ``step`` with its 95% CI.
+
+    ``df`` has columns method, step, iqm, ci_low, ci_high (see ``experiments.*.curves``).
+    """
+    for method, g in df.groupby("method", sort=False):
+        (line,) = ax.plot(g.step, g.iqm, label=method, lw=2)
+        ax.fill_between(g.step, g.ci_low, g.ci_high, color=line.get_color(), alpha=0.2, lw=0)
+    ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)

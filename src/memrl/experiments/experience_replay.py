@@ -18,20 +18,10 @@ from memrl.config import ExperienceReplayParams, RuntimeParams
 from memrl.runtime import repo_root, run_jobs, seed_everything
 from memrl.stats.aggregate import Estimate, iqm, iqm_ci
 from memrl.stats.claims import Claim, ClaimResult, Comparison
+from memrl.stats.curves import episode_curve
 
 FAMILY = "experience_replay"
 EVAL_SEED_OFFSET = 10_000  # evaluation envs never share a seed with training envs
-
-
-def _curve(episode_returns: list[float], episode_lengths: list[int], grid: np.ndarray) -> list:
-    """Mean return of the (up to) 10 episodes finished by each step of ``grid``."""
-    ends = np.cumsum(episode_lengths)
-    rets = np.asarray(episode_returns, dtype=np.float64)
-    out = []
-    for t in grid:
-        done = rets[ends <= t][-10:]
-        out.append(float(done.mean()) if done.size else float("nan"))
-    return out
 
 
 # =========================================================================== 1. Q-learning + replay
@@ -140,7 +130,7 @@ def per_dqn_job(seed: int, prioritized: bool, p: Any) -> dict[str, Any]:
         "mean_train_return": float(np.mean(rets)) if rets else 0.0,
         "final_return": float(final),
         "grid": grid.tolist(),
-        "curve": _curve(rets, env.get_episode_lengths(), grid),
+        "curve": episode_curve(rets, env.get_episode_lengths(), grid),
     }
 
 
@@ -251,7 +241,7 @@ def rae_job(seed: int, condition: str, p: Any, prior_dir: str) -> dict[str, Any]
         "mean_train_return": float(np.mean(rets)) if rets else float("nan"),
         "final_return": float(final),
         "grid": grid.tolist(),
-        "curve": _curve(rets, env.get_episode_lengths(), grid),
+        "curve": episode_curve(rets, env.get_episode_lengths(), grid),
     }
 
 

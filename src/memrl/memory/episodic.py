@@ -6,13 +6,18 @@ return seen from them (values):
 - **write** ``Q(s, a) <- max(Q(s, a), R)`` when ``s`` is already stored (exact
   match, or — with state aggregation — any key within ``merge_radius``), else
   append, evicting the least recently used key at capacity;
-- **estimate**: the stored value on an exact match, else the mean value of the
+- **estimate**: the stored value on an exact match (or, with aggregation, the
+  value of the stored key within ``merge_radius``), else the mean value of the
   ``k`` nearest keys.
 
-Keys live in one preallocated array with their squared norms cached, so a batch
-of lookups is one matrix product plus ``argpartition``: nothing is rebuilt on
-insert (the common public MFEC rebuilds a KD-tree on every write; see
-``benchmarks/episodic_knn.py``).
+Exact matches are found through a hash of the key's bytes (O(1), no distance
+computed); the kNN search keeps all keys in one preallocated array with their
+squared norms cached, so a batch of lookups is one matrix product plus
+``argpartition``. Nothing is rebuilt on insert (the common public MFEC rebuilds
+a KD-tree on every write; see ``benchmarks/episodic_knn.py``).
+
+``scanned`` counts the stored keys compared against queries: a deterministic
+measure of lookup cost (wall-clock time is reported separately).
 """
 
 from __future__ import annotations
@@ -42,65 +47,95 @@ class EpisodicMemory:
         self.values = np.zeros(capacity, dtype=np.float64)
         self.last_used = np.zeros(capacity, dtype=np.int64)
         self.size = 0
+        self.scanned = 0  # keys compared against queries in kNN searches
         self._clock = 0
+        self._slot: dict[bytes, int] = {}  # exact key bytes (stored or merged) -> slot
+        self._aliases: dict[int, list[bytes]] = {}  # slot -> bytes of the keys merged into it
 
     def __len__(self) -> int:
         return self.size
 
-    def _sq_distances(self, queries: np.ndarray) -> np.ndarray:
+    def _as_keys(self, x: np.ndarray) -> np.ndarray:
+        q = np.ascontiguousarray(x, dtype=np.float32)
+        if q.size % self.dim:
+            raise ValueError(f"keys must have {self.dim} columns, got shape {np.shape(x)}")
+        return q.reshape(-1, self.dim)
+
+    def _sq_distances(self, q: np.ndarray) -> np.ndarray:
         """Squared distances, shape (n_queries, size), clipped at 0 against round-off."""
         keys = self.keys[: self.size]
-        q = np.asarray(queries, dtype=np.float32).reshape(-1, self.dim)
+        self.scanned += len(q) * self.size
         d = (q * q).sum(1)[:, None] + self.sq_norms[None, : self.size] - 2.0 * (q @ keys.T)
         return np.maximum(d, 0.0)
 
-    def _match(self, q: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Per query: index of the nearest key and whether it counts as the same state.
+    def _nearest_within_radius(self, key: np.ndarray) -> int:
+        """Slot of the stored key nearest ``key`` if within ``merge_radius``, else -1.
 
         The nearest key's distance is recomputed directly: the expanded form used
-        for ranking loses precision to cancellation, which would miss exact matches.
+        for ranking loses precision to cancellation.
         """
-        nearest = d.argmin(1)
-        diff = q - self.keys[nearest]
-        exact = (diff * diff).sum(1)
-        return nearest, exact <= self.merge_radius**2
+        i = int(self._sq_distances(key[None])[0].argmin())
+        diff = key - self.keys[i]
+        return i if float(diff @ diff) <= self.merge_radius**2 else -1
 
     def estimate(self, queries: np.ndarray) -> np.ndarray:
-        """Value estimates for a batch of states (``-inf``-free: 0 for an empty table)."""
-        q = np.asarray(queries, dtype=np.float32).reshape(-1, self.dim)
+        """Value estimates for a batch of states (0 for an empty table)."""
+        q = self._as_keys(queries)
+        out = np.zeros(len(q))
         if self.size == 0:
-            return np.zeros(len(q))
-        d = self._sq_distances(q)
-        nearest, hit = self._match(q, d)
-        k = min(self.k, self.size)
-        if k < self.size:
-            nbrs = np.argpartition(d, k - 1, axis=1)[:, :k]
-        else:
-            nbrs = np.broadcast_to(np.arange(self.size), (len(q), self.size))
-        out = self.values[nbrs].mean(1)
-        out[hit] = self.values[nearest[hit]]
+            return out
         self._clock += 1
-        self.last_used[np.unique(nbrs)] = self._clock
+        hits = [self._slot.get(row.tobytes(), -1) for row in q]
+        miss = np.array([h < 0 for h in hits])
+        for j, h in enumerate(hits):
+            if h >= 0:
+                out[j] = self.values[h]
+                self.last_used[h] = self._clock
+        if miss.any():
+            qm = q[miss]
+            d = self._sq_distances(qm)
+            k = min(self.k, self.size)
+            if k < self.size:
+                nbrs = np.argpartition(d, k - 1, axis=1)[:, :k]
+            else:
+                nbrs = np.broadcast_to(np.arange(self.size), (len(qm), self.size))
+            est = self.values[nbrs].mean(1)
+            if self.merge_radius > 0:  # an aggregated state reads its representative's value
+                near = d.argmin(1)
+                diff = qm - self.keys[near]
+                inside = (diff * diff).sum(1) <= self.merge_radius**2
+                est[inside] = self.values[near[inside]]
+                self.last_used[near[inside]] = self._clock
+            out[miss] = est
+            self.last_used[nbrs.ravel()] = self._clock
         return out
 
     def write(self, key: np.ndarray, value: float) -> int:
         """Store ``value`` for ``key`` (max with an existing match); returns its slot."""
-        key = np.asarray(key, dtype=np.float32).reshape(self.dim)
+        key = self._as_keys(key)[0]
         self._clock += 1
-        if self.size:
-            nearest, hit = self._match(key[None], self._sq_distances(key[None]))
-            if hit[0]:
-                i = int(nearest[0])
-                self.values[i] = max(self.values[i], float(value))
-                self.last_used[i] = self._clock
-                return i
+        raw = key.tobytes()
+        i = self._slot.get(raw, -1)
+        if i < 0 and self.merge_radius > 0 and self.size:
+            i = self._nearest_within_radius(key)
+            if i >= 0:  # remember the merge: the next visit is an O(1) hit
+                self._slot[raw] = i
+                self._aliases.setdefault(i, []).append(raw)
+        if i >= 0:
+            self.values[i] = max(self.values[i], float(value))
+            self.last_used[i] = self._clock
+            return i
         if self.size < self.capacity:
             i = self.size
             self.size += 1
         else:
             i = int(self.last_used[: self.size].argmin())  # least recently used
+            del self._slot[self.keys[i].tobytes()]
+            for alias in self._aliases.pop(i, []):
+                del self._slot[alias]
         self.keys[i] = key
         self.sq_norms[i] = float(key @ key)
         self.values[i] = float(value)
         self.last_used[i] = self._clock
+        self._slot[raw] = i
         return i

@@ -19,7 +19,9 @@ VERDICT_RULE = (
     "**reproduced**: every comparison holds with non-overlapping 95% stratified-bootstrap CIs "
     "(IQM over seeds) and our setup covers the range the paper tested; "
     "**partially**: every IQM points the paper's way but some CIs overlap, or our setup covers "
-    "less than the paper's range; **not reproduced**: some IQM points the other way or ties."
+    "less than the paper's range; **not reproduced**: some IQM points the other way or ties. "
+    "A claim that A *matches or beats* B (no significant loss) holds when A's CI reaches "
+    "B's IQM (A.ci_high >= B.iqm in the better direction) and fails otherwise."
 )
 
 
@@ -35,12 +37,27 @@ class Claim:
     higher_is_better: bool
 
 
+BEATS, MATCHES = "beats", "matches or beats"
+
+
 @dataclass(frozen=True)
 class Comparison:
-    """``better`` should beat ``worse`` on the claim's metric."""
+    """``better`` should beat ``worse`` on the claim's metric.
+
+    With ``relation=MATCHES`` it should merely not fall below it (a "no significant
+    loss" claim): that holds when ``better``'s CI reaches ``worse``'s IQM.
+    """
 
     better: str
     worse: str
+    relation: str = BEATS
+
+    def __post_init__(self) -> None:
+        if self.relation not in (BEATS, MATCHES):
+            raise ValueError(f"relation must be '{BEATS}' or '{MATCHES}', got {self.relation!r}")
+
+    def __str__(self) -> str:
+        return f"{self.better} {'>' if self.relation == BEATS else '>='} {self.worse}"
 
 
 @dataclass
@@ -68,7 +85,7 @@ class ClaimResult:
             "ours_name": self.ours,
             "ours": {"iqm": ours.iqm, "ci_low": ours.ci_low, "ci_high": ours.ci_high},
             "estimates": {k: v.as_dict() for k, v in self.estimates.items()},
-            "comparisons": [f"{c.better} > {c.worse}" for c in self.comparisons],
+            "comparisons": [str(c) for c in self.comparisons],
             "n_seeds": min(e.n for e in self.estimates.values()),
             "budget": self.budget,
             "verdict": self.verdict,
@@ -86,6 +103,11 @@ def _beats(a: Estimate, b: Estimate, higher_is_better: bool) -> tuple[bool, bool
     return a.iqm < b.iqm, a.ci_high < b.ci_low
 
 
+def _matches(a: Estimate, b: Estimate, higher_is_better: bool) -> bool:
+    """A shows no significant loss against B: A's CI reaches B's IQM."""
+    return a.ci_high >= b.iqm if higher_is_better else a.ci_low <= b.iqm
+
+
 def verdict(
     estimates: dict[str, Estimate],
     comparisons: list[Comparison],
@@ -99,7 +121,10 @@ def verdict(
     for c in comparisons:
         if c.better not in estimates or c.worse not in estimates:
             raise KeyError(f"comparison {c} names a method without an estimate")
-        p, s = _beats(estimates[c.better], estimates[c.worse], higher_is_better)
+        if c.relation == MATCHES:
+            p = s = _matches(estimates[c.better], estimates[c.worse], higher_is_better)
+        else:
+            p, s = _beats(estimates[c.better], estimates[c.worse], higher_is_better)
         points.append(p)
         separated.append(s)
     if not all(points):

@@ -1,0 +1,56 @@
+"""Make any environment the suite uses from its id: gymnasium's, plus MinAtar's.
+
+MinAtar (Young & Tian 2019) is miniature Atari built for CPU research: 10x10
+boolean frames with one channel per object type, the original games' dynamics
+(including sticky actions, p = 0.1) and no frame skip. It stands in for the
+Atari games of the episodic-control papers. Its gymnasium ids
+(``MinAtar/Breakout-v1`` ...) exist once :func:`register_minatar` has run;
+:func:`make` does that and converts MinAtar frames to float32 channels-first
+arrays, the layout torch convolutions and SB3 expect.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+
+MINATAR_PREFIX = "MinAtar/"
+
+
+def register_minatar() -> None:
+    """Register MinAtar's gymnasium ids (idempotent)."""
+    if any(k.startswith(MINATAR_PREFIX) for k in gym.envs.registry):
+        return
+    from minatar.gym import register_envs
+
+    register_envs()
+
+
+class ChannelsFirstFloat(gym.ObservationWrapper):
+    """(H, W, C) boolean frames -> (C, H, W) float32 in {0, 1}."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        h, w, c = env.observation_space.shape
+        self.observation_space = gym.spaces.Box(0.0, 1.0, (c, h, w), dtype=np.float32)
+
+    def observation(self, obs: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(np.moveaxis(obs, -1, 0), dtype=np.float32)
+
+
+def make(env_id: str, seed: int | None = None) -> gym.Env:
+    """The environment ``env_id`` (reset once with ``seed`` if given)."""
+    if env_id.startswith(MINATAR_PREFIX):
+        register_minatar()
+        env = ChannelsFirstFloat(gym.make(env_id))
+    else:
+        env = gym.make(env_id)
+    if seed is not None:
+        env.reset(seed=seed)
+        env.action_space.seed(seed)
+    return env
+
+
+def is_image(env: gym.Env) -> bool:
+    """True for (C, H, W) frame observations (MinAtar), False for flat vectors."""
+    return len(env.observation_space.shape) == 3
