@@ -34,9 +34,8 @@ def main() -> None:
         keys = rng.normal(size=(n, a.dim)).astype(np.float32)
         vals = rng.normal(size=n)
         mem = EpisodicMemory(n + a.reps + 1, a.dim, k=a.k)
-        mem.keys[:n], mem.values[:n] = keys, vals
-        mem.sq_norms[:n] = (keys * keys).sum(1)
-        mem.size = n
+        for key, v in zip(keys, vals, strict=True):
+            mem.write(key, v)
         queries = rng.normal(size=(a.reps, a.dim)).astype(np.float32)
 
         mem.estimate(queries[:1])  # warm-up (first BLAS call)

@@ -115,3 +115,17 @@ def test_merged_states_become_hits_and_leave_with_their_representative():
     assert sorted(m.keys[:2, 0].tolist()) == [5.0, 9.0]
     assert m.write([0.2], 4.0) != -1 and len(m) == 2  # 0.2 is a new state again
     assert np.isclose(m.keys[:2, 0], 0.2).any()  # stored as its own key
+
+
+def test_lru_slots_evict_only_their_own_bindings():
+    from memrl.memory.slots import LRUSlots
+
+    s = LRUSlots(2)
+    a, b = s.allocate(), s.allocate()
+    s.bind(b"x", a)
+    s.bind(b"y", b)
+    s.touch(a, s.tick())
+    s.touch(b, s.tick())
+    s.bind(b"x", b)  # "x" rebound to b (a key that moved): a's eviction must not drop it
+    assert s.allocate() == a  # full: the least recently used slot comes back
+    assert s.find(b"x") == b and s.find(b"y") == b and s.size == 2

@@ -29,7 +29,8 @@ def refresh(py_path: Path) -> Path:
         kernel_name="python3",
         resources={"metadata": {"path": str(py_path.parent)}},
     ).execute()
-    for cell in nb.cells:
+    for i, cell in enumerate(nb.cells):
+        cell.id = f"cell-{i:02d}"  # stable ids keep regenerated notebooks' diffs small
         if cell.cell_type != "code":
             continue
         if CHECK_MARK in cell.source:

@@ -22,6 +22,8 @@ from __future__ import annotations
 import numpy as np
 import torch as th
 
+from memrl.memory.slots import LRUSlots
+
 
 def inverse_distance_kernel(sq_dist: th.Tensor, delta: float) -> th.Tensor:
     """NEC's kernel ``1 / (||h - h_i||^2 + delta)``."""
@@ -62,13 +64,14 @@ class DND:
         self._keys_np = self.keys.numpy()  # numpy views sharing memory with the tensors
         self._values_np = self.values.numpy()
         self._sq = np.zeros(capacity, dtype=np.float32)
-        self.last_used = np.zeros(capacity, dtype=np.int64)
-        self.size = 0
-        self._clock = 0
-        self._slot: dict[bytes, int] = {}
+        self.slots = LRUSlots(capacity)
 
     def __len__(self) -> int:
-        return self.size
+        return self.slots.size
+
+    @property
+    def size(self) -> int:
+        return self.slots.size
 
     def search(self, h: np.ndarray) -> np.ndarray:
         """Indices (n, min(p, size)) of the nearest stored keys to each query row."""
@@ -81,8 +84,7 @@ class DND:
             if p < n
             else np.tile(np.arange(n), (len(q), 1))
         )
-        self._clock += 1
-        self.last_used[idx.ravel()] = self._clock
+        self.slots.touch(idx.ravel(), self.slots.tick())
         return idx
 
     def lookup(self, h: np.ndarray) -> np.ndarray:
@@ -128,21 +130,16 @@ class DND:
         """Store ``(h, value)``: tabular update on an exact match, else append/evict."""
         key = np.ascontiguousarray(h, dtype=np.float32).reshape(self.key_dim)
         raw = key.tobytes()
-        self._clock += 1
-        i = self._slot.get(raw, -1)
-        if i >= 0 and np.array_equal(self._keys_np[i], key):
+        now = self.slots.tick()
+        i = self.slots.find(raw)
+        if i >= 0 and np.array_equal(self._keys_np[i], key):  # keys move under SGD
             self.values[i] += self.alpha * (float(value) - float(self.values[i]))
-            self.last_used[i] = self._clock
+            self.slots.touch(i, now)
             return i
-        if self.size < self.capacity:
-            i = self.size
-            self.size += 1
-        else:
-            i = int(self.last_used[: self.size].argmin())
-            self._slot.pop(self._keys_np[i].tobytes(), None)
+        i = self.slots.allocate()
         self._keys_np[i] = key
         self._sq[i] = float(key @ key)
         self.values[i] = float(value)
-        self.last_used[i] = self._clock
-        self._slot[raw] = i
+        self.slots.touch(i, now)
+        self.slots.bind(raw, i)
         return i

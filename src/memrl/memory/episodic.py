@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from memrl.memory.slots import LRUSlots
+
 
 class EpisodicMemory:
     """A fixed-capacity kNN table ``key -> value`` with LRU eviction.
@@ -45,15 +47,15 @@ class EpisodicMemory:
         self.keys = np.zeros((capacity, dim), dtype=np.float32)
         self.sq_norms = np.zeros(capacity, dtype=np.float32)
         self.values = np.zeros(capacity, dtype=np.float64)
-        self.last_used = np.zeros(capacity, dtype=np.int64)
-        self.size = 0
+        self.slots = LRUSlots(capacity)
         self.scanned = 0  # keys compared against queries in kNN searches
-        self._clock = 0
-        self._slot: dict[bytes, int] = {}  # exact key bytes (stored or merged) -> slot
-        self._aliases: dict[int, list[bytes]] = {}  # slot -> bytes of the keys merged into it
 
     def __len__(self) -> int:
-        return self.size
+        return self.slots.size
+
+    @property
+    def size(self) -> int:
+        return self.slots.size
 
     def _as_keys(self, x: np.ndarray) -> np.ndarray:
         q = np.ascontiguousarray(x, dtype=np.float32)
@@ -84,13 +86,13 @@ class EpisodicMemory:
         out = np.zeros(len(q))
         if self.size == 0:
             return out
-        self._clock += 1
-        hits = [self._slot.get(row.tobytes(), -1) for row in q]
+        now = self.slots.tick()
+        hits = [self.slots.find(row.tobytes()) for row in q]
         miss = np.array([h < 0 for h in hits])
         for j, h in enumerate(hits):
             if h >= 0:
                 out[j] = self.values[h]
-                self.last_used[h] = self._clock
+                self.slots.touch(h, now)
         if miss.any():
             qm = q[miss]
             d = self._sq_distances(qm)
@@ -105,37 +107,29 @@ class EpisodicMemory:
                 diff = qm - self.keys[near]
                 inside = (diff * diff).sum(1) <= self.merge_radius**2
                 est[inside] = self.values[near[inside]]
-                self.last_used[near[inside]] = self._clock
+                self.slots.touch(near[inside], now)
             out[miss] = est
-            self.last_used[nbrs.ravel()] = self._clock
+            self.slots.touch(nbrs.ravel(), now)
         return out
 
     def write(self, key: np.ndarray, value: float) -> int:
         """Store ``value`` for ``key`` (max with an existing match); returns its slot."""
         key = self._as_keys(key)[0]
-        self._clock += 1
+        now = self.slots.tick()
         raw = key.tobytes()
-        i = self._slot.get(raw, -1)
+        i = self.slots.find(raw)
         if i < 0 and self.merge_radius > 0 and self.size:
             i = self._nearest_within_radius(key)
             if i >= 0:  # remember the merge: the next visit is an O(1) hit
-                self._slot[raw] = i
-                self._aliases.setdefault(i, []).append(raw)
+                self.slots.bind(raw, i)
         if i >= 0:
             self.values[i] = max(self.values[i], float(value))
-            self.last_used[i] = self._clock
+            self.slots.touch(i, now)
             return i
-        if self.size < self.capacity:
-            i = self.size
-            self.size += 1
-        else:
-            i = int(self.last_used[: self.size].argmin())  # least recently used
-            del self._slot[self.keys[i].tobytes()]
-            for alias in self._aliases.pop(i, []):
-                del self._slot[alias]
+        i = self.slots.allocate()
         self.keys[i] = key
         self.sq_norms[i] = float(key @ key)
         self.values[i] = float(value)
-        self.last_used[i] = self._clock
-        self._slot[raw] = i
+        self.slots.touch(i, now)
+        self.slots.bind(raw, i)
         return i

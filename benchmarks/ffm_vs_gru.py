@@ -1,0 +1,84 @@
+"""FFM vs GRU training-step time, measured in this run (Morad et al. 2023's benchmark shape).
+
+One Adam step (forward over the whole sequence, backward, update) on a batch of
+8 sequences x 1024 steps x 128 inputs, hidden 256, for:
+
+- a ``GRUCell`` stepped in a Python loop (the baseline of the FFM paper's ~100x claim),
+- the fused ``nn.GRU`` (what one would actually use),
+- memrl's ``FFMCore`` (closed-form recurrence, one cumulative sum per chunk).
+
+    python benchmarks/ffm_vs_gru.py [--batch 8] [--time 1024] [--reps 5] [--threads 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch as th
+from torch import nn
+
+from memrl.memory.cores import FFMCore, GRUCore
+
+
+class GRUCellLoop(nn.Module):
+    def __init__(self, input_size: int, hidden_size: int) -> None:
+        super().__init__()
+        self.cell = nn.GRUCell(input_size, hidden_size)
+        self.hidden_size = hidden_size
+
+    def initial_state(self, batch: int) -> th.Tensor:
+        return th.zeros(batch, self.hidden_size)
+
+    def forward(self, x: th.Tensor, h: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        ys = []
+        for t in range(x.shape[1]):
+            h = self.cell(x[:, t], h)
+            ys.append(h)
+        return th.stack(ys, 1), h
+
+
+def time_step(core: nn.Module, x: th.Tensor, reps: int) -> float:
+    opt = th.optim.Adam(core.parameters(), lr=1e-4)
+
+    def one() -> None:
+        y, _ = core(x, core.initial_state(x.shape[0]))
+        loss = y.pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    one()  # warm-up
+    t = time.perf_counter()
+    for _ in range(reps):
+        one()
+    return (time.perf_counter() - t) / reps
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--time", type=int, default=1024)
+    ap.add_argument("--inputs", type=int, default=128)
+    ap.add_argument("--hidden", type=int, default=256)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=1)
+    a = ap.parse_args()
+    th.set_num_threads(a.threads)
+    th.manual_seed(0)
+    x = th.randn(a.batch, a.time, a.inputs)
+    print(
+        f"one Adam step, batch {a.batch} x {a.time} steps x {a.inputs} inputs, hidden {a.hidden}, {a.threads} thread(s)"
+    )
+    cores = {
+        "GRUCell loop": GRUCellLoop(a.inputs, a.hidden),
+        "nn.GRU (fused)": GRUCore(a.inputs, a.hidden),
+        "FFM (memrl)": FFMCore(a.inputs, a.hidden),
+    }
+    secs = {name: time_step(core, x, a.reps) for name, core in cores.items()}
+    for name, s in secs.items():
+        print(f"  {name:<15} {s * 1e3:9.1f} ms   FFM speed-up: {s / secs['FFM (memrl)']:6.2f}x")
+
+
+if __name__ == "__main__":
+    main()

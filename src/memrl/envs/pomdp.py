@@ -1,0 +1,101 @@
+"""Partially observable variants of classic-control tasks, and the Passive T-Maze.
+
+**Masked observations** (pomdp-baselines' convention): ``-P`` keeps positions
+only, ``-V`` velocities only — Pendulum-P keeps obs dims [0, 1] (cos, sin),
+Pendulum-V keeps [2]; CartPole-P keeps [0, 2], CartPole-V keeps [1, 3]. The
+rl-zoo's ``*NoVel`` envs equal ``-P``. Registered as ``memrl/Pendulum-P-v1`` etc.
+
+**Passive T-Maze** (the memory test of Ni et al. 2023 and Cherepanov et al.):
+a cue (up or down) is shown at the first step only; the agent then walks a
+corridor of length ``L`` — every action advances one cell, so credit assignment
+is trivial — and at the junction must turn the way the cue said (reward 1, else 0).
+The correlation horizon is ``xi = L``: an agent that cannot recall ``L`` steps
+back succeeds half the time.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+
+POMDP_MASKS: dict[str, dict[str, list[int]]] = {
+    "Pendulum-v1": {"P": [0, 1], "V": [2]},
+    "CartPole-v1": {"P": [0, 2], "V": [1, 3]},
+}
+
+
+class MaskObservation(gym.ObservationWrapper):
+    """Keep only the observation dimensions ``keep``."""
+
+    def __init__(self, env: gym.Env, keep: list[int]) -> None:
+        super().__init__(env)
+        box = env.observation_space
+        n = box.shape[0]
+        if not keep or any(not 0 <= i < n for i in keep) or len(set(keep)) != len(keep):
+            raise ValueError(f"keep must list distinct dims in [0, {n}), got {keep}")
+        self.keep = np.asarray(keep)
+        self.observation_space = gym.spaces.Box(
+            box.low[self.keep], box.high[self.keep], dtype=box.dtype
+        )
+
+    def observation(self, obs: np.ndarray) -> np.ndarray:
+        return obs[self.keep]
+
+
+def make_masked(base_id: str, variant: str, **kwargs) -> gym.Env:
+    """``base_id`` with only the ``variant`` ("P" or "V") dimensions observed."""
+    if base_id not in POMDP_MASKS or variant not in POMDP_MASKS[base_id]:
+        known = [f"{b}:{v}" for b, vs in POMDP_MASKS.items() for v in vs]
+        raise ValueError(f"no {variant!r} mask for {base_id!r}; known: {known}")
+    return MaskObservation(gym.make(base_id, **kwargs), POMDP_MASKS[base_id][variant])
+
+
+class PassiveTMaze(gym.Env):
+    """Passive T-Maze with corridor length ``length`` (correlation horizon ``xi = length``).
+
+    Observation: ``[cue, at_junction]`` — ``cue`` is +1 (up) or -1 (down) at the first
+    step, 0 afterwards. Actions: 0 = down, 1 = up (anything advances in the corridor).
+    The episode lasts ``length + 1`` steps; the last action is the turn.
+    """
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, length: int = 10) -> None:
+        if int(length) < 1:
+            raise ValueError(f"length must be >= 1, got {length}")
+        self.length = int(length)
+        self.observation_space = gym.spaces.Box(-1.0, 1.0, (2,), dtype=np.float32)
+        self.action_space = gym.spaces.Discrete(2)
+        self._cue = 1
+        self._t = 0
+
+    def _obs(self) -> np.ndarray:
+        cue = float(self._cue) if self._t == 0 else 0.0
+        return np.array([cue, float(self._t == self.length)], dtype=np.float32)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        self._cue = 1 if self.np_random.random() < 0.5 else -1
+        self._t = 0
+        return self._obs(), {"cue": self._cue}
+
+    def step(self, action: int):
+        if self._t < self.length:
+            self._t += 1
+            return self._obs(), 0.0, False, False, {}
+        success = (int(action) == 1) == (self._cue == 1)
+        return self._obs(), float(success), True, False, {"success": success}
+
+
+def register() -> None:
+    """Register ``memrl/<Base>-P-v1``, ``memrl/<Base>-V-v1`` and ``memrl/PassiveTMaze-v0`` (idempotent)."""
+    for base, variants in POMDP_MASKS.items():
+        name, version = base.rsplit("-", 1)
+        for v in variants:
+            env_id = f"memrl/{name}-{v}-{version}"
+            if env_id not in gym.envs.registry:
+                gym.register(
+                    env_id, entry_point=make_masked, kwargs={"base_id": base, "variant": v}
+                )
+    if "memrl/PassiveTMaze-v0" not in gym.envs.registry:
+        gym.register("memrl/PassiveTMaze-v0", entry_point=PassiveTMaze)

@@ -1,0 +1,52 @@
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from memrl.envs.pomdp import MaskObservation, PassiveTMaze, make_masked, register
+
+
+@pytest.mark.parametrize(
+    "base, variant, keep",
+    [
+        ("Pendulum-v1", "P", [0, 1]),
+        ("Pendulum-v1", "V", [2]),
+        ("CartPole-v1", "P", [0, 2]),
+        ("CartPole-v1", "V", [1, 3]),
+    ],
+)
+def test_masks_keep_the_conventional_dims(base, variant, keep):
+    full, masked = gym.make(base), make_masked(base, variant)
+    o_full, _ = full.reset(seed=3)
+    o_masked, _ = masked.reset(seed=3)
+    np.testing.assert_array_equal(o_masked, o_full[keep])
+    assert masked.observation_space.shape == (len(keep),)
+    a = full.action_space.sample()
+    np.testing.assert_array_equal(masked.step(a)[0], full.step(a)[0][keep])
+
+
+def test_registered_ids_and_bad_masks():
+    register()
+    assert gym.make("memrl/CartPole-V-v1").observation_space.shape == (2,)
+    with pytest.raises(ValueError, match="no 'X' mask"):
+        make_masked("CartPole-v1", "X")
+    with pytest.raises(ValueError, match="distinct dims"):
+        MaskObservation(gym.make("CartPole-v1"), [0, 7])
+
+
+def test_tmaze_cue_only_at_start_and_reward_for_the_right_turn():
+    env = PassiveTMaze(length=4)
+    for seed in range(6):
+        obs, info = env.reset(seed=seed)
+        assert obs[0] == info["cue"] and obs[1] == 0.0
+        for _ in range(4):
+            obs, r, term, _trunc, _info = env.step(0)
+            assert obs[0] == 0.0 and r == 0.0 and not term
+        assert obs[1] == 1.0  # at the junction
+        turn = 1 if info["cue"] == 1 else 0
+        _, r, term, _, step_info = env.step(turn)
+        assert term and r == 1.0 and step_info["success"]
+    env.reset(seed=0)
+    cue = env._cue
+    for _ in range(4):
+        env.step(1)
+    assert env.step(0 if cue == 1 else 1)[1] == 0.0  # wrong turn
