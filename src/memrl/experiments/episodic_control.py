@@ -139,7 +139,9 @@ def run(cfg: EpisodicControlParams, rt: RuntimeParams) -> pd.DataFrame:
             + ", ".join(sorted(set(bad.env + " " + bad.method)))
             + " — raise total_timesteps or early_fraction in params.yaml"
         )
-    return df.sort_values(["env", "method", "seed"], kind="stable").reset_index(drop=True)
+    order = {short_env(e.env_id): i for i, e in enumerate(cfg.envs)}
+    df = df.assign(_o=df.env.map(order)).sort_values(["_o", "method", "seed"], kind="stable")
+    return df.drop(columns="_o").reset_index(drop=True)
 
 
 # =========================================================================== claims
@@ -154,9 +156,12 @@ def _name(method: str, env: str) -> str:
 def claims(cfg: EpisodicControlParams, df: pd.DataFrame) -> list[ClaimResult]:
     """The family's claim rows (verdicts computed by :func:`memrl.stats.claims.verdict`)."""
     exact = df[df.merge_radius == 0]
-    envs = list(dict.fromkeys(exact.env))  # params order
+    envs = [short_env(e.env_id) for e in cfg.envs]  # params order
     budgets = {short_env(e.env_id): e.total_timesteps for e in cfg.envs}
-    budget = ", ".join(f"{e}: {budgets[e]:,} steps" for e in envs) + f"; {cfg.seeds} seeds"
+
+    def budget_of(names: list[str]) -> str:
+        return ", ".join(f"{e}: {budgets[e]:,} steps" for e in names) + f"; {cfg.seeds} seeds"
+
     early_q = f"first {cfg.early_fraction:.0%} of the budget"
 
     def estimates(sub: pd.DataFrame, col: str, salt: int) -> dict[str, Estimate]:
@@ -193,7 +198,7 @@ def claims(cfg: EpisodicControlParams, df: pd.DataFrame) -> list[ClaimResult]:
             {k: early[k] for e in envs1 for k in (_name("MFEC", e), _name("DQN", e))},
             _name("MFEC", envs1[0]),
             [Comparison(_name("MFEC", e), _name("DQN", e)) for e in envs1],
-            budget=budget,
+            budget=budget_of(envs1),
             deviations=[
                 minatar_note,
                 "DQN: SB3 with the MinAtar network and rl-zoo Atari schedule (train every 4 "
@@ -231,7 +236,7 @@ def claims(cfg: EpisodicControlParams, df: pd.DataFrame) -> list[ClaimResult]:
         for r in radii
     }
     mem = by_radius("memory_size", 300)
-    agg_budget = f"{agg_env}: {budgets[agg_env]:,} steps; {cfg.seeds} seeds"
+    agg_budget = budget_of([agg_env])
     agg_dev = [
         minatar_note,
         "merge radius in the 64-d random projection (N(0, 1/64) entries): a distance of "
@@ -314,7 +319,7 @@ def claims(cfg: EpisodicControlParams, df: pd.DataFrame) -> list[ClaimResult]:
                 {k: early[k] for k in names},
                 names[0],
                 comps,
-                budget=budget,
+                budget=budget_of(envs4),
                 deviations=[
                     minatar_note,
                     f"embedding: MinAtar conv torso -> {p.key_dim}-d keys (Kaixhin/EC: 128)",

@@ -1,0 +1,232 @@
+"""Recurrent SAC for POMDPs (Ni et al. 2022; Yang & Nguyen 2021), readable top to bottom.
+
+- **Inputs.** At step ``t`` every memory encoder reads ``[o_t, a_{t-1}, r_{t-1}]``
+  (each embedded by a small linear layer) and a recurrent core
+  (:mod:`memrl.memory.cores`: GRU, LSTM or FFM) turns the history into ``h_t``.
+- **Separate encoders** (Ni et al.'s recommendation): the actor and the critic
+  each own an encoder; the critic's two Q heads share the critic's encoder, as in
+  pomdp-baselines. ``shared_encoder=True`` gives one encoder to both (their
+  ablation); the actor's loss then does not train it.
+- **Training** runs the encoders in sequence mode over replayed windows
+  (:class:`~memrl.memory.sequence.SequenceReplayBuffer`) from a zero state, with a
+  masked loss: the critic regresses ``r_t + gamma (1 - d_t) (min Q'(h'_{t+1}, a') - alpha log pi(a'|h_{t+1}))``,
+  the actor minimises ``alpha log pi(a|h_t) - min Q(h_t, a)``, and the entropy
+  temperature ``alpha`` is tuned toward ``-|A|``; targets move by Polyak averaging.
+- **Acting** runs the actor's encoder in step mode, one env step at a time.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch as th
+from torch import nn
+from torch.nn import functional as F
+
+from memrl.memory.cores import make_core
+from memrl.memory.sequence import SequenceReplayBuffer
+from memrl.runtime import get_device
+
+LOG_STD_MIN, LOG_STD_MAX = -5.0, 2.0
+
+
+class HistoryEncoder(nn.Module):
+    """``[o_t, a_{t-1}, r_{t-1}]`` -> embeddings -> recurrent core -> ``h_t``."""
+
+    def __init__(self, obs_dim: int, act_dim: int, core: str, hidden: int, embed: int = 32) -> None:
+        super().__init__()
+        self.obs_embed = nn.Linear(obs_dim, embed)
+        self.act_embed = nn.Linear(act_dim, embed // 2)
+        self.rew_embed = nn.Linear(1, embed // 2)
+        self.core = make_core(core, 2 * embed, hidden)
+
+    def _inputs(self, obs: th.Tensor, prev_act: th.Tensor, prev_rew: th.Tensor) -> th.Tensor:
+        x = [self.obs_embed(obs), self.act_embed(prev_act), self.rew_embed(prev_rew[..., None])]
+        return F.relu(th.cat(x, -1))
+
+    def forward(self, obs, prev_act, prev_rew, state=None) -> tuple[th.Tensor, Any]:
+        """Sequence mode: inputs (B, T, .) -> (B, T, hidden)."""
+        state = self.core.initial_state(obs.shape[0]) if state is None else state
+        return self.core(self._inputs(obs, prev_act, prev_rew), state)
+
+    def step(self, obs, prev_act, prev_rew, state) -> tuple[th.Tensor, Any]:
+        """Step mode: inputs (B, .) -> (B, hidden)."""
+        return self.core.step(self._inputs(obs, prev_act, prev_rew), state)
+
+
+def mlp(inp: int, out: int, hidden: list[int]) -> nn.Sequential:
+    layers: list[nn.Module] = []
+    for h in hidden:
+        layers += [nn.Linear(inp, h), nn.ReLU()]
+        inp = h
+    return nn.Sequential(*layers, nn.Linear(inp, out))
+
+
+class Actor(nn.Module):
+    def __init__(self, hidden: int, act_dim: int, head: list[int]) -> None:
+        super().__init__()
+        self.net = mlp(hidden, 2 * act_dim, head)
+
+    def forward(self, h: th.Tensor, deterministic: bool = False) -> tuple[th.Tensor, th.Tensor]:
+        """A squashed-Gaussian action in [-1, 1] and its log-probability."""
+        mean, log_std = self.net(h).chunk(2, -1)
+        std = log_std.clamp(LOG_STD_MIN, LOG_STD_MAX).exp()
+        u = mean if deterministic else mean + std * th.randn_like(mean)
+        a = th.tanh(u)
+        logp = (-0.5 * ((u - mean) / std) ** 2 - std.log() - 0.5 * np.log(2 * np.pi)).sum(-1)
+        logp = logp - (2 * (np.log(2) - u - F.softplus(-2 * u))).sum(-1)  # tanh correction
+        return a, logp
+
+
+class RecurrentSAC:
+    """Networks, optimisers and the update rule (the environment loop is :func:`train`)."""
+
+    def __init__(self, obs_dim: int, act_dim: int, p: Any, device: str = "cpu") -> None:
+        self.p, self.device, self.act_dim = p, device, act_dim
+        hid = p.hidden_size
+        self.critic_encoder = HistoryEncoder(obs_dim, act_dim, p.core, hid).to(device)
+        self.actor_encoder = (
+            self.critic_encoder
+            if p.shared_encoder
+            else HistoryEncoder(obs_dim, act_dim, p.core, hid).to(device)
+        )
+        self.actor = Actor(hid, act_dim, p.head).to(device)
+        self.q1 = mlp(hid + act_dim, 1, p.head).to(device)
+        self.q2 = mlp(hid + act_dim, 1, p.head).to(device)
+        self.critic_target = copy.deepcopy(nn.ModuleList([self.critic_encoder, self.q1, self.q2]))
+        self.critic_target.requires_grad_(False)
+        critic_params = [
+            *self.critic_encoder.parameters(),
+            *self.q1.parameters(),
+            *self.q2.parameters(),
+        ]
+        actor_params = [*self.actor.parameters()]
+        if not p.shared_encoder:
+            actor_params += [*self.actor_encoder.parameters()]
+        self.critic_opt = th.optim.Adam(critic_params, lr=p.learning_rate)
+        self.actor_opt = th.optim.Adam(actor_params, lr=p.learning_rate)
+        self.log_alpha = th.zeros(1, requires_grad=True, device=device)
+        self.alpha_opt = th.optim.Adam([self.log_alpha], lr=p.learning_rate)
+        self.target_entropy = -float(act_dim)
+
+    def _t(self, x: np.ndarray) -> th.Tensor:
+        return th.as_tensor(x, device=self.device)
+
+    def update(self, batch) -> dict[str, float]:
+        """One gradient step of critic, actor and temperature on a batch of windows."""
+        p = self.p
+        obs, next_obs = self._t(batch.obs), self._t(batch.next_obs)
+        act, rew = self._t(batch.actions), self._t(batch.rewards)
+        prev_act, prev_rew = self._t(batch.prev_actions), self._t(batch.prev_rewards)
+        done, mask = self._t(batch.dones), self._t(batch.mask)
+        n = mask.sum().clamp(min=1.0)
+        # the history up to o_{t+1}: one more step than the window
+        full_obs = th.cat([obs, next_obs[:, -1:]], 1)
+        full_pa = th.cat([prev_act, act[:, -1:]], 1)
+        full_pr = th.cat([prev_rew, rew[:, -1:]], 1)
+        alpha = self.log_alpha.exp().detach()
+
+        # ---- critic
+        h_q, _ = self.critic_encoder(full_obs, full_pa, full_pr)
+        with th.no_grad():
+            h_a, _ = self.actor_encoder(full_obs, full_pa, full_pr)
+            a_next, logp_next = self.actor(h_a[:, 1:])
+            enc_t, q1_t, q2_t = self.critic_target
+            h_t, _ = enc_t(full_obs, full_pa, full_pr)
+            x_next = th.cat([h_t[:, 1:], a_next], -1)
+            q_next = th.min(q1_t(x_next), q2_t(x_next)).squeeze(-1) - alpha * logp_next
+            target = rew + p.gamma * (1.0 - done) * q_next
+        x = th.cat([h_q[:, :-1], act], -1)
+        q1, q2 = self.q1(x).squeeze(-1), self.q2(x).squeeze(-1)
+        critic_loss = (((q1 - target) ** 2 + (q2 - target) ** 2) * mask).sum() / n
+        self.critic_opt.zero_grad()
+        critic_loss.backward()
+        self.critic_opt.step()
+
+        # ---- actor (critic features detached: the actor trains only its own encoder)
+        h_pi = h_a if p.shared_encoder else self.actor_encoder(full_obs, full_pa, full_pr)[0]
+        a_pi, logp = self.actor(h_pi[:, :-1].detach() if p.shared_encoder else h_pi[:, :-1])
+        x_pi = th.cat([h_q[:, :-1].detach(), a_pi], -1)
+        q_pi = th.min(self.q1(x_pi), self.q2(x_pi)).squeeze(-1)
+        actor_loss = ((alpha * logp - q_pi) * mask).sum() / n
+        self.actor_opt.zero_grad()
+        actor_loss.backward()
+        self.actor_opt.step()
+
+        # ---- temperature
+        alpha_loss = (-(self.log_alpha * (logp.detach() + self.target_entropy)) * mask).sum() / n
+        self.alpha_opt.zero_grad()
+        alpha_loss.backward()
+        self.alpha_opt.step()
+
+        # ---- targets
+        with th.no_grad():
+            online = [
+                *self.critic_encoder.parameters(),
+                *self.q1.parameters(),
+                *self.q2.parameters(),
+            ]
+            for tp, op in zip(self.critic_target.parameters(), online, strict=True):
+                tp.lerp_(op, p.tau)
+        return {
+            "critic_loss": critic_loss.item(),
+            "actor_loss": actor_loss.item(),
+            "alpha": alpha.item(),
+        }
+
+
+def train(env: gym.Env, p: Any, total_steps: int, seed: int) -> dict[str, Any]:
+    """Run recurrent SAC on a continuous-action ``env``; returns per-episode logs."""
+    th.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    device = get_device()
+    obs_dim = int(np.prod(env.observation_space.shape))
+    act_dim = int(np.prod(env.action_space.shape))
+    low, high = env.action_space.low, env.action_space.high
+    agent = RecurrentSAC(obs_dim, act_dim, p, device)
+    buf = SequenceReplayBuffer(p.buffer_size, p.seq_len, seed=seed)
+    returns, lengths = [], []
+    start = time.perf_counter()
+    step = 0
+    obs, _ = env.reset(seed=seed)
+    while step < total_steps:
+        ep_obs, ep_act, ep_rew = [obs], [], []
+        state = agent.actor_encoder.core.initial_state(1)
+        prev_a, prev_r = np.zeros(act_dim, np.float32), 0.0
+        done = False
+        while not done and step < total_steps:
+            with th.no_grad():  # the state follows the history even while acting randomly
+                h, state = agent.actor_encoder.step(
+                    agent._t(obs[None].astype(np.float32)),
+                    agent._t(prev_a[None]),
+                    th.tensor([prev_r], dtype=th.float32, device=device),
+                    state,
+                )
+                if step < p.learning_starts:
+                    a = rng.uniform(-1.0, 1.0, act_dim).astype(np.float32)
+                else:
+                    a = agent.actor(h)[0][0].cpu().numpy()
+            obs, r, terminated, truncated, _ = env.step(low + (a + 1.0) * 0.5 * (high - low))
+            ep_obs.append(obs)
+            ep_act.append(a)
+            ep_rew.append(float(r))
+            prev_a, prev_r = a, float(r)
+            done = terminated or truncated
+            step += 1
+            if step >= p.learning_starts and len(buf) and step % p.train_freq == 0:
+                for _ in range(p.gradient_steps):
+                    agent.update(buf.sample(p.batch_size))
+        if done:
+            buf.add_episode(np.array(ep_obs), np.array(ep_act), np.array(ep_rew), terminated)
+            returns.append(float(sum(ep_rew)))
+            lengths.append(len(ep_rew))
+            obs, _ = env.reset()
+    return {
+        "episode_returns": returns,
+        "episode_lengths": lengths,
+        "seconds": time.perf_counter() - start,
+    }
