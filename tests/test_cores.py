@@ -43,9 +43,9 @@ def test_ffm_traces_decay_and_stay_finite_over_long_sequences():
     x = th.zeros(1, 3000, 3)
     x[0, 0] = 5.0  # one event, then silence
     _, s = core(x, core.initial_state(1))
-    assert th.isfinite(s.real).all() and th.isfinite(s.imag).all()
+    assert th.isfinite(s).all()
     first = core(x[:, :1], core.initial_state(1))[1]
-    assert s.abs().sum() < first.abs().sum()  # forgetting
+    assert s.pow(2).sum() < first.pow(2).sum()  # forgetting
 
 
 def test_unknown_core():

@@ -88,9 +88,12 @@ def render(rows: list[dict[str, Any]]) -> str:
         out.append("")
         out.append(f"*Claim:* {r['statement']}  ")
         better = "higher" if r["higher_is_better"] else "lower"
+        legend = ['"A > B": A beats B']
+        if any(" >= " in c for c in r["comparisons"]):
+            legend.append("\"A >= B\": A matches or beats B (A's CI reaches B's IQM)")
         out.append(
             f"*Tested as:* {', '.join(r['comparisons'])} on {r['metric']} "
-            f'("A > B": A beats B; {better} is better).  '
+            f"({'; '.join(legend)}; {better} is better).  "
         )
         out.append(
             f"*Verdict:* **{r['verdict']}**"

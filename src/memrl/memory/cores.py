@@ -11,10 +11,12 @@ the paper's equations:
     z_t = Linear([Re S_t, Im S_t])
     y_t = LayerNorm(z_t) * sigmoid(g_out) + thru * (1 - sigmoid(g_out))
 
-In sequence mode the recurrence is solved in closed form,
-``S_t = gamma^t (S_0 + sum_{i<=t} gamma^{-i} u_i)``, as one cumulative sum per
-chunk of time steps (complex128, chunks short enough that ``|gamma|^{-t}``
-cannot overflow), so training costs no Python loop over time.
+In sequence mode the recurrence is solved in closed form within chunks of
+``L <= 16`` steps, ``S_t = gamma^t (sum_{i<=t} gamma^{-i} u_i)``, as cumulative
+sums over all chunks at once (float32 real arithmetic; the chunk keeps
+``|gamma|^{-L}`` in range), then each chunk adds ``gamma^t`` times the state
+carried in from the earlier chunks — itself a decaying lower-triangular mix over
+chunks, one batched matrix product. No Python loop over time or chunks.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import math
 
 import torch as th
 from torch import nn
+from torch.nn import functional as F
 
 
 class GRUCore(nn.Module):
@@ -60,12 +63,18 @@ class LSTMCore(GRUCore):
 class FFMCore(nn.Module):
     """Fast and Forgetful Memory.
 
+    The complex state is kept as real and imaginary parts (a trailing axis of 2),
+    so everything runs in float32 real arithmetic.
+
     :param memory_size: ``m``, traces per context (decay rates ``a_j``).
     :param context_size: ``c``, oscillation frequencies ``b_k`` per trace.
     :param max_period: decays initialised so the slowest trace falls to 1% after
         this many steps, frequencies spread over periods 1..max_period.
-    :param chunk: time steps per closed-form chunk (bounds ``|gamma|^{-t}``).
+    :param chunk: time steps per closed-form chunk; ``|gamma|^{-chunk}`` must stay
+        within float32 (decay is capped at a 100x fall per step, so chunk <= 16).
     """
+
+    MAX_DECAY = 4.6  # |a| <= ln(100)
 
     def __init__(
         self,
@@ -74,9 +83,11 @@ class FFMCore(nn.Module):
         memory_size: int = 32,
         context_size: int = 8,
         max_period: int = 1024,
-        chunk: int = 64,
+        chunk: int = 16,
     ) -> None:
         super().__init__()
+        if not 1 <= chunk <= 16:
+            raise ValueError(f"chunk must be in [1, 16] (float32 range), got {chunk}")
         self.hidden_size, self.m, self.c, self.chunk = hidden_size, memory_size, context_size, chunk
         self.pre = nn.Linear(input_size, 2 * memory_size + 2 * hidden_size)
         self.mix = nn.Linear(2 * memory_size * context_size, hidden_size)
@@ -86,14 +97,11 @@ class FFMCore(nn.Module):
         self.freq = nn.Parameter(2 * math.pi / th.linspace(1.0, max_period, context_size))
 
     def initial_state(self, batch: int) -> th.Tensor:
-        return th.zeros(batch, self.m, self.c, dtype=th.complex64)
+        """(batch, m, c, 2): real and imaginary parts of the traces."""
+        return th.zeros(batch, self.m, self.c, 2)
 
-    def _log_gamma(self) -> th.Tensor:
-        """log(gamma), shape (m, c): real part < 0 (decay), imaginary part = frequency."""
-        a = -self.log_decay.exp().clamp(max=4.6)  # at most a 100x fall per step (bounds the chunk)
-        return th.complex(
-            a[:, None].expand(self.m, self.c), self.freq[None, :].expand(self.m, self.c)
-        )
+    def _decay(self) -> th.Tensor:
+        return -self.log_decay.exp().clamp(max=self.MAX_DECAY)  # a_j < 0, shape (m,)
 
     def _split(self, x: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
         u, g_in, thru, g_out = self.pre(x).split(
@@ -102,28 +110,58 @@ class FFMCore(nn.Module):
         return u * th.sigmoid(g_in), thru, th.sigmoid(g_out)
 
     def _readout(self, s: th.Tensor, thru: th.Tensor, gate: th.Tensor) -> th.Tensor:
-        flat = th.cat([s.real, s.imag], -1).flatten(-2).to(thru.dtype)
-        return self.norm(self.mix(flat)) * gate + thru * (1 - gate)
+        return self.norm(self.mix(s.flatten(-3))) * gate + thru * (1 - gate)
+
+    def _powers(self, t: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
+        """``gamma^t`` for times ``t`` (L,): magnitude (L, m, 1), cos and sin (L, 1, c)."""
+        mag = th.exp(self._decay()[None, :, None] * t[:, None, None])
+        phase = self.freq[None, None, :] * t[:, None, None]
+        return mag, th.cos(phase), th.sin(phase)
 
     def forward(self, x: th.Tensor, state: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
         u, thru, gate = self._split(x)  # u: (B, T, m)
-        log_g = self._log_gamma().to(th.complex128)
-        s0 = state.to(th.complex128)
-        out = []
-        for start in range(0, x.shape[1], self.chunk):
-            uc = u[:, start : start + self.chunk].to(th.float64)  # (B, L, m)
-            t = th.arange(1, uc.shape[1] + 1, dtype=th.float64)[:, None, None]  # (L, 1, 1)
-            g_t = th.exp(t * log_g)  # gamma^t, (L, m, c)
-            acc = th.cumsum(uc[..., None] / g_t, dim=1)  # sum_i gamma^{-i} u_i, (B, L, m, c)
-            s = g_t * (s0[:, None] + acc)
-            out.append(s)
-            s0 = s[:, -1]
-        s_all = th.cat(out, 1)
-        return self._readout(s_all, thru, gate), s0.to(state.dtype)
+        B, T, _ = u.shape
+        L = self.chunk
+        n = -(-T // L)
+        u = F.pad(u, (0, 0, 0, n * L - T)).reshape(B, n, L, self.m, 1)
+        t = th.arange(1, L + 1, dtype=u.dtype)
+        mag, cos, sin = self._powers(t)
+        g_re, g_im = mag * cos, mag * sin  # gamma^t, (L, m, c)
+        # within each chunk, from a zero start: S(t) = gamma^t A(t), A(t) = sum_{i<=t} gamma^{-i} u_i
+        acc_re = th.cumsum(u * (cos / mag), 2)  # gamma^{-i} = |gamma|^{-i} (cos(b i) - i sin(b i))
+        acc_im = th.cumsum(u * (-sin / mag), 2)  # (B, n, L, m, c)
+        # carry across chunks: the state entering chunk k is
+        #   C_k = gamma^{kL} C_0 + sum_{j<k} gamma^{(k-1-j)L} E_j,   E_j = gamma^L A_j(L),
+        # a decaying (never growing) lower-triangular mix over chunks: one batched matmul
+        k = th.arange(n, dtype=u.dtype)
+        d = k[:, None] - 1 - k[None, :]  # (n, n): chunks between j's end and k's start
+        a, f = self._decay(), self.freq
+        dmag = th.exp(a[:, None, None, None] * L * d.clamp(min=0)) * (d >= 0)  # (m, 1, n, n)
+        dph = f[None, :, None, None] * L * d  # (1, c, n, n)
+        d_re, d_im = dmag * th.cos(dph), dmag * th.sin(dph)  # (m, c, n, n)
+        a_re, a_im = acc_re[:, :, -1], acc_im[:, :, -1]  # (B, n, m, c)
+        e_re = g_re[-1] * a_re - g_im[-1] * a_im
+        e_im = g_re[-1] * a_im + g_im[-1] * a_re
+        mix = "mckj,bjmc->bkmc"
+        c_re = th.einsum(mix, d_re, e_re) - th.einsum(mix, d_im, e_im)
+        c_im = th.einsum(mix, d_re, e_im) + th.einsum(mix, d_im, e_re)
+        pmag = th.exp(a[None, :, None] * L * k[:, None, None])  # gamma^{kL}: (n, m, 1)
+        pph = f[None, None, :] * L * k[:, None, None]  # (n, 1, c)
+        s0_re, s0_im = state[:, None, ..., 0], state[:, None, ..., 1]  # (B, 1, m, c)
+        c_re = c_re + pmag * (th.cos(pph) * s0_re - th.sin(pph) * s0_im)
+        c_im = c_im + pmag * (th.sin(pph) * s0_re + th.cos(pph) * s0_im)
+        # S(t) = gamma^t (A(t) + C_k): one complex product over the big tensors
+        x_re, x_im = acc_re + c_re[:, :, None], acc_im + c_im[:, :, None]
+        s_re = g_re * x_re - g_im * x_im
+        s_im = g_re * x_im + g_im * x_re
+        s = th.stack([s_re, s_im], -1).reshape(B, n * L, self.m, self.c, 2)[:, :T]
+        return self._readout(s, thru, gate), s[:, -1]
 
     def step(self, x: th.Tensor, state: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
         u, thru, gate = self._split(x)  # u: (B, m)
-        s = th.exp(self._log_gamma()) * state + u[..., None]
+        mag, cos, sin = (z[0] for z in self._powers(th.ones(1)))
+        re, im = state[..., 0], state[..., 1]
+        s = th.stack([mag * (cos * re - sin * im) + u[..., None], mag * (sin * re + cos * im)], -1)
         return self._readout(s, thru, gate), s
 
 
