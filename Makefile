@@ -64,3 +64,5 @@ bench: install
 	$(BIN)/python -m pip install -q -e '.[bench]'
 	$(BIN)/python benchmarks/per_sampling.py
 	$(BIN)/python benchmarks/episodic_control.py
+	$(BIN)/python benchmarks/ffm_vs_gru.py
+	$(BIN)/python benchmarks/recurrent_sac.py
