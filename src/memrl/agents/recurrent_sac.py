@@ -18,7 +18,6 @@
 from __future__ import annotations
 
 import copy
-import time
 from typing import Any
 
 import gymnasium as gym
@@ -27,43 +26,12 @@ import torch as th
 from torch import nn
 from torch.nn import functional as F
 
-from memrl.memory.cores import make_core
-from memrl.memory.sequence import SequenceReplayBuffer
+from memrl.agents import recurrent_loop
+from memrl.agents.nets import mlp
+from memrl.memory.history import HistoryEncoder
 from memrl.runtime import get_device
 
 LOG_STD_MIN, LOG_STD_MAX = -5.0, 2.0
-
-
-class HistoryEncoder(nn.Module):
-    """``[o_t, a_{t-1}, r_{t-1}]`` -> embeddings -> recurrent core -> ``h_t``."""
-
-    def __init__(self, obs_dim: int, act_dim: int, core: str, hidden: int, embed: int = 32) -> None:
-        super().__init__()
-        self.obs_embed = nn.Linear(obs_dim, embed)
-        self.act_embed = nn.Linear(act_dim, embed // 2)
-        self.rew_embed = nn.Linear(1, embed // 2)
-        self.core = make_core(core, 2 * embed, hidden)
-
-    def _inputs(self, obs: th.Tensor, prev_act: th.Tensor, prev_rew: th.Tensor) -> th.Tensor:
-        x = [self.obs_embed(obs), self.act_embed(prev_act), self.rew_embed(prev_rew[..., None])]
-        return F.relu(th.cat(x, -1))
-
-    def forward(self, obs, prev_act, prev_rew, state=None) -> tuple[th.Tensor, Any]:
-        """Sequence mode: inputs (B, T, .) -> (B, T, hidden)."""
-        state = self.core.initial_state(obs.shape[0]) if state is None else state
-        return self.core(self._inputs(obs, prev_act, prev_rew), state)
-
-    def step(self, obs, prev_act, prev_rew, state) -> tuple[th.Tensor, Any]:
-        """Step mode: inputs (B, .) -> (B, hidden)."""
-        return self.core.step(self._inputs(obs, prev_act, prev_rew), state)
-
-
-def mlp(inp: int, out: int, hidden: list[int]) -> nn.Sequential:
-    layers: list[nn.Module] = []
-    for h in hidden:
-        layers += [nn.Linear(inp, h), nn.ReLU()]
-        inp = h
-    return nn.Sequential(*layers, nn.Linear(inp, out))
 
 
 class Actor(nn.Module):
@@ -113,21 +81,17 @@ class RecurrentSAC:
         self.alpha_opt = th.optim.Adam([self.log_alpha], lr=p.learning_rate)
         self.target_entropy = -float(act_dim)
 
-    def _t(self, x: np.ndarray) -> th.Tensor:
-        return th.as_tensor(x, device=self.device)
+    @th.no_grad()
+    def act(self, h: th.Tensor, explore: bool) -> np.ndarray:
+        return self.actor(h, deterministic=not explore)[0][0].cpu().numpy()
 
     def update(self, batch) -> dict[str, float]:
         """One gradient step of critic, actor and temperature on a batch of windows."""
         p = self.p
-        obs, next_obs = self._t(batch.obs), self._t(batch.next_obs)
-        act, rew = self._t(batch.actions), self._t(batch.rewards)
-        prev_act, prev_rew = self._t(batch.prev_actions), self._t(batch.prev_rewards)
-        done, mask = self._t(batch.dones), self._t(batch.mask)
+        full_obs, full_pa, full_pr, act, rew, done, mask = recurrent_loop.history(
+            batch, self.device
+        )
         n = mask.sum().clamp(min=1.0)
-        # the history up to o_{t+1}: one more step than the window
-        full_obs = th.cat([obs, next_obs[:, -1:]], 1)
-        full_pa = th.cat([prev_act, act[:, -1:]], 1)
-        full_pr = th.cat([prev_rew, rew[:, -1:]], 1)
         alpha = self.log_alpha.exp().detach()
 
         # ---- critic
@@ -182,51 +146,7 @@ class RecurrentSAC:
 def train(env: gym.Env, p: Any, total_steps: int, seed: int) -> dict[str, Any]:
     """Run recurrent SAC on a continuous-action ``env``; returns per-episode logs."""
     th.manual_seed(seed)
-    rng = np.random.default_rng(seed)
-    device = get_device()
     obs_dim = int(np.prod(env.observation_space.shape))
     act_dim = int(np.prod(env.action_space.shape))
-    low, high = env.action_space.low, env.action_space.high
-    agent = RecurrentSAC(obs_dim, act_dim, p, device)
-    buf = SequenceReplayBuffer(p.buffer_size, p.seq_len, seed=seed)
-    returns, lengths = [], []
-    start = time.perf_counter()
-    step = 0
-    obs, _ = env.reset(seed=seed)
-    while step < total_steps:
-        ep_obs, ep_act, ep_rew = [obs], [], []
-        state = agent.actor_encoder.core.initial_state(1)
-        prev_a, prev_r = np.zeros(act_dim, np.float32), 0.0
-        done = False
-        while not done and step < total_steps:
-            with th.no_grad():  # the state follows the history even while acting randomly
-                h, state = agent.actor_encoder.step(
-                    agent._t(obs[None].astype(np.float32)),
-                    agent._t(prev_a[None]),
-                    th.tensor([prev_r], dtype=th.float32, device=device),
-                    state,
-                )
-                if step < p.learning_starts:
-                    a = rng.uniform(-1.0, 1.0, act_dim).astype(np.float32)
-                else:
-                    a = agent.actor(h)[0][0].cpu().numpy()
-            obs, r, terminated, truncated, _ = env.step(low + (a + 1.0) * 0.5 * (high - low))
-            ep_obs.append(obs)
-            ep_act.append(a)
-            ep_rew.append(float(r))
-            prev_a, prev_r = a, float(r)
-            done = terminated or truncated
-            step += 1
-            if step >= p.learning_starts and len(buf) and step % p.train_freq == 0:
-                for _ in range(p.gradient_steps):
-                    agent.update(buf.sample(p.batch_size))
-        if done:
-            buf.add_episode(np.array(ep_obs), np.array(ep_act), np.array(ep_rew), terminated)
-            returns.append(float(sum(ep_rew)))
-            lengths.append(len(ep_rew))
-            obs, _ = env.reset()
-    return {
-        "episode_returns": returns,
-        "episode_lengths": lengths,
-        "seconds": time.perf_counter() - start,
-    }
+    agent = RecurrentSAC(obs_dim, act_dim, p, get_device())
+    return recurrent_loop.run(agent, env, p, total_steps, seed)

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch as th
 
+from memrl.agents import recurrent_td3
 from memrl.agents.recurrent_sac import Actor, RecurrentSAC, train
 from memrl.envs.pomdp import make_masked
 from memrl.memory.sequence import SequenceReplayBuffer
@@ -14,6 +15,7 @@ def params(**kw):
         core="gru", hidden_size=16, shared_encoder=False, head=[16], learning_rate=1e-3,
         gamma=0.9, tau=0.05, buffer_size=10_000, seq_len=8, batch_size=4,
         learning_starts=50, train_freq=1, gradient_steps=1,
+        expl_noise=0.1, target_noise=0.2, noise_clip=0.5, policy_delay=2,
     )  # fmt: skip
     return SimpleNamespace(**{**base, **kw})
 
@@ -79,3 +81,38 @@ def test_actor_log_prob_matches_a_monte_carlo_free_check():
 def test_train_runs_on_a_masked_pendulum():
     out = train(make_masked("Pendulum-v1", "V"), params(), total_steps=450, seed=0)
     assert len(out["episode_returns"]) == 2 and all(np.isfinite(out["episode_returns"]))
+
+
+def test_td3_delays_the_actor_and_targets():
+    th.manual_seed(0)
+    agent = recurrent_td3.RecurrentTD3(2, 1, params(core="gru"))
+    buf = filled_buffer()
+    mu, enc_a, targ = (
+        snapshot(agent.mu),
+        snapshot(agent.actor_encoder),
+        snapshot(agent.critic_target),
+    )
+    enc_q = snapshot(agent.critic_encoder)
+    out = agent.update(buf.sample(4))  # update 1: critic only
+    assert (
+        "actor_loss" not in out
+        and not changed(mu, agent.mu)
+        and not changed(targ, agent.critic_target)
+    )
+    assert changed(enc_q, agent.critic_encoder) and not changed(enc_a, agent.actor_encoder)
+    out = agent.update(buf.sample(4))  # update 2: actor and targets too
+    assert (
+        np.isfinite(out["actor_loss"])
+        and changed(mu, agent.mu)
+        and changed(enc_a, agent.actor_encoder)
+    )
+    assert changed(targ, agent.critic_target)
+    a = agent.act(th.zeros(1, 16), explore=True)
+    assert a.shape == (1,) and -1 <= a[0] <= 1
+
+
+def test_td3_train_runs_and_is_deterministic():
+    env = lambda: make_masked("Pendulum-v1", "P")  # noqa: E731
+    a = recurrent_td3.train(env(), params(), total_steps=420, seed=3)
+    b = recurrent_td3.train(env(), params(), total_steps=420, seed=3)
+    assert a["episode_returns"] == b["episode_returns"] and len(a["episode_returns"]) == 2

@@ -1,0 +1,96 @@
+"""The environment loop recurrent off-policy agents share (recurrent SAC, recurrent TD3).
+
+Acting runs the agent's actor encoder in step mode on ``[o_t, a_{t-1}, r_{t-1}]``
+(the state follows the history even during the initial random steps); finished
+episodes go whole into a :class:`~memrl.memory.sequence.SequenceReplayBuffer`;
+after ``learning_starts`` steps the agent makes ``gradient_steps`` updates every
+``train_freq`` env steps. Actions live in [-1, 1] and are rescaled to the env's box.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Protocol
+
+import gymnasium as gym
+import numpy as np
+import torch as th
+
+from memrl.memory.sequence import SequenceReplayBuffer
+
+
+class RecurrentAgent(Protocol):
+    actor_encoder: Any
+    device: str
+
+    def act(self, h: th.Tensor, explore: bool) -> np.ndarray: ...
+
+    def update(self, batch) -> dict[str, float]: ...
+
+
+def run(agent: RecurrentAgent, env: gym.Env, p: Any, total_steps: int, seed: int) -> dict[str, Any]:
+    """Train ``agent`` on ``env`` for ``total_steps`` steps; per-episode returns and lengths."""
+    rng = np.random.default_rng(seed)
+    act_dim = int(np.prod(env.action_space.shape))
+    low, high = env.action_space.low, env.action_space.high
+    buf = SequenceReplayBuffer(p.buffer_size, p.seq_len, seed=seed)
+    returns, lengths = [], []
+    start = time.perf_counter()
+    step = 0
+    obs, _ = env.reset(seed=seed)
+
+    def tensor(x) -> th.Tensor:
+        return th.as_tensor(np.asarray(x, dtype=np.float32)[None], device=agent.device)
+
+    while step < total_steps:
+        ep_obs, ep_act, ep_rew = [obs], [], []
+        state = agent.actor_encoder.initial_state(1)
+        prev_a, prev_r = np.zeros(act_dim, np.float32), 0.0
+        done = terminated = False
+        while not done and step < total_steps:
+            with th.no_grad():
+                h, state = agent.actor_encoder.step(
+                    tensor(obs), tensor(prev_a), tensor(prev_r), state
+                )
+                if step < p.learning_starts:
+                    a = rng.uniform(-1.0, 1.0, act_dim).astype(np.float32)
+                else:
+                    a = agent.act(h, explore=True)
+            obs, r, terminated, truncated, _ = env.step(low + (a + 1.0) * 0.5 * (high - low))
+            ep_obs.append(obs)
+            ep_act.append(a)
+            ep_rew.append(float(r))
+            prev_a, prev_r = a, float(r)
+            done = terminated or truncated
+            step += 1
+            if step >= p.learning_starts and len(buf) and step % p.train_freq == 0:
+                for _ in range(p.gradient_steps):
+                    agent.update(buf.sample(p.batch_size))
+        if done:
+            buf.add_episode(np.array(ep_obs), np.array(ep_act), np.array(ep_rew), terminated)
+            returns.append(float(sum(ep_rew)))
+            lengths.append(len(ep_rew))
+            obs, _ = env.reset()
+    return {
+        "episode_returns": returns,
+        "episode_lengths": lengths,
+        "seconds": time.perf_counter() - start,
+    }
+
+
+def history(batch, device: str) -> tuple[th.Tensor, ...]:
+    """Tensors of a batch of windows, extended by one step to reach ``o_{t+1}``.
+
+    Returns ``full_obs, full_prev_act, full_prev_rew`` (B, T+1, .) — the encoder input
+    whose outputs ``[:, :-1]`` are ``h_t`` and ``[:, 1:]`` are ``h_{t+1}`` — and
+    ``act, rew, done, mask`` (B, T, .).
+    """
+
+    def t(x) -> th.Tensor:
+        return th.as_tensor(x, device=device)
+
+    obs, next_obs, act, rew = t(batch.obs), t(batch.next_obs), t(batch.actions), t(batch.rewards)
+    full_obs = th.cat([obs, next_obs[:, -1:]], 1)
+    full_pa = th.cat([t(batch.prev_actions), act[:, -1:]], 1)
+    full_pr = th.cat([t(batch.prev_rewards), rew[:, -1:]], 1)
+    return full_obs, full_pa, full_pr, act, rew, t(batch.dones), t(batch.mask)

@@ -1,0 +1,125 @@
+"""Recurrent TD3 for POMDPs (Yang & Nguyen 2021; Ni et al. 2022), readable top to bottom.
+
+The same history encoders as recurrent SAC (:class:`~memrl.memory.history.HistoryEncoder`
+on ``[o_t, a_{t-1}, r_{t-1}]``; separate actor and critic encoders unless
+``shared_encoder``), with TD3's rules (Fujimoto et al. 2018):
+
+- a deterministic actor ``a = tanh(mu(h_t))``, explored with Gaussian noise ``expl_noise``;
+- twin critics regress ``r_t + gamma (1 - d_t) min Q'(h'_{t+1}, a')`` with target
+  policy smoothing ``a' = clip(mu'(h'_{t+1}) + clip(N(0, target_noise), +-noise_clip))``;
+- the actor (maximising ``Q1``) and all targets move every ``policy_delay`` critic updates.
+
+Losses are masked means over the replayed windows.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch as th
+from torch import nn
+
+from memrl.agents import recurrent_loop
+from memrl.agents.nets import mlp
+from memrl.memory.history import HistoryEncoder
+from memrl.runtime import get_device
+
+
+class RecurrentTD3:
+    """Networks, optimisers and the update rule (the environment loop is shared)."""
+
+    def __init__(self, obs_dim: int, act_dim: int, p: Any, device: str = "cpu") -> None:
+        self.p, self.device, self.act_dim = p, device, act_dim
+        hid = p.hidden_size
+        self.critic_encoder = HistoryEncoder(obs_dim, act_dim, p.core, hid).to(device)
+        self.actor_encoder = (
+            self.critic_encoder
+            if p.shared_encoder
+            else HistoryEncoder(obs_dim, act_dim, p.core, hid).to(device)
+        )
+        self.mu = mlp(hid, act_dim, p.head).to(device)
+        self.q1 = mlp(hid + act_dim, 1, p.head).to(device)
+        self.q2 = mlp(hid + act_dim, 1, p.head).to(device)
+        self.critic = nn.ModuleList([self.critic_encoder, self.q1, self.q2])
+        self.policy = nn.ModuleList([self.actor_encoder, self.mu])
+        self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
+        self.policy_target = copy.deepcopy(self.policy).requires_grad_(False)
+        self.critic_opt = th.optim.Adam(self.critic.parameters(), lr=p.learning_rate)
+        actor_params = [*self.mu.parameters()]
+        if not p.shared_encoder:
+            actor_params += [*self.actor_encoder.parameters()]
+        self.actor_opt = th.optim.Adam(actor_params, lr=p.learning_rate)
+        self.updates = 0
+        self.noise = th.Generator().manual_seed(0)
+
+    @th.no_grad()
+    def act(self, h: th.Tensor, explore: bool) -> np.ndarray:
+        a = th.tanh(self.mu(h))[0]
+        if explore:
+            a = (a + self.p.expl_noise * th.randn(a.shape, generator=self.noise)).clamp(-1.0, 1.0)
+        return a.cpu().numpy()
+
+    def update(self, batch) -> dict[str, float]:
+        """One critic step; every ``policy_delay`` steps also an actor step and target updates."""
+        p = self.p
+        full_obs, full_pa, full_pr, act, rew, done, mask = recurrent_loop.history(
+            batch, self.device
+        )
+        n = mask.sum().clamp(min=1.0)
+
+        # ---- critic
+        with th.no_grad():
+            enc_pt, mu_t = self.policy_target
+            a_next = th.tanh(mu_t(enc_pt(full_obs, full_pa, full_pr)[0][:, 1:]))
+            smooth = (p.target_noise * th.randn(a_next.shape, generator=self.noise)).clamp(
+                -p.noise_clip, p.noise_clip
+            )
+            a_next = (a_next + smooth).clamp(-1.0, 1.0)
+            enc_qt, q1_t, q2_t = self.critic_target
+            x_next = th.cat([enc_qt(full_obs, full_pa, full_pr)[0][:, 1:], a_next], -1)
+            target = rew + p.gamma * (1.0 - done) * th.min(q1_t(x_next), q2_t(x_next)).squeeze(-1)
+        h_q, _ = self.critic_encoder(full_obs, full_pa, full_pr)
+        x = th.cat([h_q[:, :-1], act], -1)
+        q1, q2 = self.q1(x).squeeze(-1), self.q2(x).squeeze(-1)
+        critic_loss = (((q1 - target) ** 2 + (q2 - target) ** 2) * mask).sum() / n
+        self.critic_opt.zero_grad()
+        critic_loss.backward()
+        self.critic_opt.step()
+        self.updates += 1
+        out = {"critic_loss": critic_loss.item()}
+        if self.updates % p.policy_delay:
+            return out
+
+        # ---- actor (critic features detached: the actor trains only its own encoder)
+        h_pi = self.actor_encoder(full_obs, full_pa, full_pr)[0][:, :-1]
+        if p.shared_encoder:
+            h_pi = h_pi.detach()
+        x_pi = th.cat([h_q[:, :-1].detach(), th.tanh(self.mu(h_pi))], -1)
+        actor_loss = -(self.q1(x_pi).squeeze(-1) * mask).sum() / n
+        self.actor_opt.zero_grad()
+        actor_loss.backward()
+        self.actor_opt.step()
+
+        # ---- targets
+        with th.no_grad():
+            for target_net, net in (
+                (self.critic_target, self.critic),
+                (self.policy_target, self.policy),
+            ):
+                for tp, op in zip(target_net.parameters(), net.parameters(), strict=True):
+                    tp.lerp_(op, p.tau)
+        out["actor_loss"] = actor_loss.item()
+        return out
+
+
+def train(env: gym.Env, p: Any, total_steps: int, seed: int) -> dict[str, Any]:
+    """Run recurrent TD3 on a continuous-action ``env``; returns per-episode logs."""
+    th.manual_seed(seed)
+    obs_dim = int(np.prod(env.observation_space.shape))
+    act_dim = int(np.prod(env.action_space.shape))
+    agent = RecurrentTD3(obs_dim, act_dim, p, get_device())
+    agent.noise.manual_seed(seed)
+    return recurrent_loop.run(agent, env, p, total_steps, seed)
