@@ -94,3 +94,23 @@ def history(batch, device: str) -> tuple[th.Tensor, ...]:
     full_pa = th.cat([t(batch.prev_actions), act[:, -1:]], 1)
     full_pr = th.cat([t(batch.prev_rewards), rew[:, -1:]], 1)
     return full_obs, full_pa, full_pr, act, rew, t(batch.dones), t(batch.mask)
+
+
+def encoders_and_critics(obs_dim: int, act_dim: int, p: Any, device: str):
+    """The parts recurrent SAC and TD3 share: ``(actor_encoder, critic_encoder, q1, q2)``.
+
+    Separate actor and critic history encoders (Ni et al.'s recommendation) unless
+    ``p.shared_encoder`` (their ablation: one module for both); twin Q heads on the
+    critic's features and the action.
+    """
+    from memrl.agents.nets import mlp
+    from memrl.memory.history import HistoryEncoder
+
+    critic_encoder = HistoryEncoder(obs_dim, act_dim, p.core, p.hidden_size).to(device)
+    actor_encoder = (
+        critic_encoder
+        if p.shared_encoder
+        else HistoryEncoder(obs_dim, act_dim, p.core, p.hidden_size).to(device)
+    )
+    q1, q2 = (mlp(p.hidden_size + act_dim, 1, p.head).to(device) for _ in range(2))
+    return actor_encoder, critic_encoder, q1, q2

@@ -28,7 +28,6 @@ from torch.nn import functional as F
 
 from memrl.agents import recurrent_loop
 from memrl.agents.nets import mlp
-from memrl.memory.history import HistoryEncoder
 from memrl.runtime import get_device
 
 LOG_STD_MIN, LOG_STD_MAX = -5.0, 2.0
@@ -56,15 +55,10 @@ class RecurrentSAC:
     def __init__(self, obs_dim: int, act_dim: int, p: Any, device: str = "cpu") -> None:
         self.p, self.device, self.act_dim = p, device, act_dim
         hid = p.hidden_size
-        self.critic_encoder = HistoryEncoder(obs_dim, act_dim, p.core, hid).to(device)
-        self.actor_encoder = (
-            self.critic_encoder
-            if p.shared_encoder
-            else HistoryEncoder(obs_dim, act_dim, p.core, hid).to(device)
+        self.actor_encoder, self.critic_encoder, self.q1, self.q2 = (
+            recurrent_loop.encoders_and_critics(obs_dim, act_dim, p, device)
         )
         self.actor = Actor(hid, act_dim, p.head).to(device)
-        self.q1 = mlp(hid + act_dim, 1, p.head).to(device)
-        self.q2 = mlp(hid + act_dim, 1, p.head).to(device)
         self.critic_target = copy.deepcopy(nn.ModuleList([self.critic_encoder, self.q1, self.q2]))
         self.critic_target.requires_grad_(False)
         critic_params = [

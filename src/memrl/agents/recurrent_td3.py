@@ -24,7 +24,6 @@ from torch import nn
 
 from memrl.agents import recurrent_loop
 from memrl.agents.nets import mlp
-from memrl.memory.history import HistoryEncoder
 from memrl.runtime import get_device
 
 
@@ -34,15 +33,10 @@ class RecurrentTD3:
     def __init__(self, obs_dim: int, act_dim: int, p: Any, device: str = "cpu") -> None:
         self.p, self.device, self.act_dim = p, device, act_dim
         hid = p.hidden_size
-        self.critic_encoder = HistoryEncoder(obs_dim, act_dim, p.core, hid).to(device)
-        self.actor_encoder = (
-            self.critic_encoder
-            if p.shared_encoder
-            else HistoryEncoder(obs_dim, act_dim, p.core, hid).to(device)
+        self.actor_encoder, self.critic_encoder, self.q1, self.q2 = (
+            recurrent_loop.encoders_and_critics(obs_dim, act_dim, p, device)
         )
         self.mu = mlp(hid, act_dim, p.head).to(device)
-        self.q1 = mlp(hid + act_dim, 1, p.head).to(device)
-        self.q2 = mlp(hid + act_dim, 1, p.head).to(device)
         self.critic = nn.ModuleList([self.critic_encoder, self.q1, self.q2])
         self.policy = nn.ModuleList([self.actor_encoder, self.mu])
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
