@@ -90,8 +90,11 @@ class RecurrentSAC:
 
         # ---- critic
         h_q, _ = self.critic_encoder(full_obs, full_pa, full_pr)
+        # the actor's features, computed once: the critic's own (detached) when shared
+        h_a = (
+            h_q.detach() if p.shared_encoder else self.actor_encoder(full_obs, full_pa, full_pr)[0]
+        )
         with th.no_grad():
-            h_a, _ = self.actor_encoder(full_obs, full_pa, full_pr)
             a_next, logp_next = self.actor(h_a[:, 1:])
             enc_t, q1_t, q2_t = self.critic_target
             h_t, _ = enc_t(full_obs, full_pa, full_pr)
@@ -106,8 +109,7 @@ class RecurrentSAC:
         self.critic_opt.step()
 
         # ---- actor (critic features detached: the actor trains only its own encoder)
-        h_pi = h_a if p.shared_encoder else self.actor_encoder(full_obs, full_pa, full_pr)[0]
-        a_pi, logp = self.actor(h_pi[:, :-1].detach() if p.shared_encoder else h_pi[:, :-1])
+        a_pi, logp = self.actor(h_a[:, :-1])
         x_pi = th.cat([h_q[:, :-1].detach(), a_pi], -1)
         q_pi = th.min(self.q1(x_pi), self.q2(x_pi)).squeeze(-1)
         actor_loss = ((alpha * logp - q_pi) * mask).sum() / n
