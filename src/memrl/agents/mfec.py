@@ -31,6 +31,12 @@ def linear_epsilon(step: int, start: float, final: float, decay_steps: int) -> f
     return start + frac * (final - start)
 
 
+def greedy(q: np.ndarray, rng: np.random.Generator) -> int:
+    """``argmax q``, ties broken uniformly at random (no draw when there is no tie)."""
+    best = np.flatnonzero(q == q.max())
+    return int(best[0] if len(best) == 1 else rng.choice(best))
+
+
 def discounted_returns(rewards: list[float], gamma: float) -> np.ndarray:
     """``R_t = r_t + gamma R_{t+1}`` for every step of one finished episode."""
     out = np.zeros(len(rewards))
@@ -70,9 +76,7 @@ class MFEC:
     def act(self, key: np.ndarray, epsilon: float) -> int:
         if self.rng.random() < epsilon:
             return int(self.rng.integers(self.n_actions))
-        q = self.q_values(key)
-        best = np.flatnonzero(q == q.max())
-        return int(best[0] if len(best) == 1 else self.rng.choice(best))
+        return greedy(self.q_values(key), self.rng)
 
     def write_episode(
         self, keys: list[np.ndarray], actions: list[int], rewards: list[float]

@@ -23,7 +23,7 @@ import numpy as np
 import torch as th
 from torch import nn
 
-from memrl.agents.mfec import linear_epsilon
+from memrl.agents.mfec import greedy, linear_epsilon
 from memrl.envs.registry import make
 from memrl.memory.dnd import DND
 
@@ -105,8 +105,7 @@ def train(env_id: str, p: Any, total_steps: int, seed: int) -> dict[str, Any]:
         if rng.random() < eps:
             a = int(rng.integers(n_actions))
         else:
-            best = np.flatnonzero(q == q.max())
-            a = int(best[0] if len(best) == 1 else rng.choice(best))
+            a = greedy(q, rng)
         next_obs, r, terminated, truncated, _ = env.step(a)
         ep_ret += float(r)
         ep_len += 1

@@ -222,7 +222,7 @@ def claims(cfg: EpisodicControlParams, df: pd.DataFrame) -> list[ClaimResult]:
     agg_env = short_env(cfg.aggregation.env_id)
     sweep = df[(df.env == agg_env) & (df.method.str.startswith("MFEC"))]
     radii = sorted(set(sweep.merge_radius))
-    labels = {r: "MFEC (exact)" if r == 0 else f"MFEC r={r:g}" for r in radii}
+    labels = {r: method_label("MFEC", r) if r > 0 else "MFEC (exact)" for r in radii}
     conservative = labels[min(r for r in radii if r > 0)]
 
     def by_radius(col: str, salt: int) -> dict[str, Estimate]:
