@@ -172,9 +172,6 @@ class ExperienceReplayParams(_Strict):
 
 
 # --------------------------------------------------------------------------- episodic control
-EC_METHODS = ("DQN", "MFEC", "NEC")
-
-
 class ECEnvParams(_Strict):
     """One environment of the episodic-control comparison and the methods run on it."""
 

@@ -22,25 +22,21 @@ def sb3_kwargs(hp: BaseModel, seed: int, **overrides: Any) -> dict[str, Any]:
 
 
 def minatar_cnn_extractor():
-    """The MinAtar network's torso (Young & Tian 2019) as an SB3 features extractor.
+    """The MinAtar network's convolutional torso (Young & Tian 2019) as an SB3 features extractor.
 
-    One 3x3 convolution with 16 channels (stride 1) and a 128-unit hidden layer;
-    SB3's NatureCNN needs frames of at least 36x36, MinAtar's are 10x10.
+    One 3x3 convolution with 16 channels (stride 1), flattened; with ``net_arch=[128]``
+    SB3 adds the network's 128-unit hidden layer and the Q output, giving exactly
+    MinAtar's conv 16x3x3 -> 128 -> Q. (SB3's NatureCNN needs frames of at least
+    36x36; MinAtar's are 10x10.)
     """
     import torch as th
     from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 
     class MinAtarCNN(BaseFeaturesExtractor):
-        def __init__(self, observation_space, features_dim: int = 128) -> None:
-            super().__init__(observation_space, features_dim)
+        def __init__(self, observation_space) -> None:
             c, h, w = observation_space.shape
-            self.net = th.nn.Sequential(
-                th.nn.Conv2d(c, 16, 3),
-                th.nn.ReLU(),
-                th.nn.Flatten(),
-                th.nn.Linear(16 * (h - 2) * (w - 2), features_dim),
-                th.nn.ReLU(),
-            )
+            super().__init__(observation_space, 16 * (h - 2) * (w - 2))
+            self.net = th.nn.Sequential(th.nn.Conv2d(c, 16, 3), th.nn.ReLU(), th.nn.Flatten())
 
         def forward(self, obs: th.Tensor) -> th.Tensor:
             return self.net(obs)
