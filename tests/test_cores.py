@@ -12,7 +12,7 @@ def _step_through(core, x, state):
     return th.stack(ys, 1), state
 
 
-@pytest.mark.parametrize("kind", ["gru", "lstm", "ffm"])
+@pytest.mark.parametrize("kind", ["gru", "lstm", "ffm", "window"])
 def test_sequence_mode_equals_step_mode(kind):
     th.manual_seed(0)
     core = make_core(kind, 5, 16)
@@ -51,3 +51,20 @@ def test_ffm_traces_decay_and_stay_finite_over_long_sequences():
 def test_unknown_core():
     with pytest.raises(ValueError, match="unknown memory core"):
         make_core("transformer-xl", 3, 4)
+
+
+def test_window_core_sees_exactly_its_context():
+    th.manual_seed(0)
+    core = make_core("window", 3, 8, context=4)
+    x = th.randn(2, 12, 3)
+    y, _ = core(x, core.initial_state(2))
+    x2 = x.clone()
+    x2[:, 5] += 10.0  # changes outputs at t = 5..8 only (t - 5 < K)
+    y2, _ = core(x2, core.initial_state(2))
+    differs = (y - y2).abs().sum((0, 2)) > 0
+    assert differs.tolist() == [t in range(5, 9) for t in range(12)]
+
+
+def test_window_core_rejects_bad_context():
+    with pytest.raises(ValueError, match="context"):
+        make_core("window", 3, 8, context=0)

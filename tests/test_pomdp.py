@@ -50,3 +50,20 @@ def test_tmaze_cue_only_at_start_and_reward_for_the_right_turn():
     for _ in range(4):
         env.step(1)
     assert env.step(0 if cue == 1 else 1)[1] == 0.0  # wrong turn
+
+
+@pytest.mark.parametrize(
+    "task", ["RepeatPreviousEasy", "RepeatFirstEasy", "CountRecallEasy", "PositionOnlyCartPoleEasy"]
+)
+def test_popgym_tasks_give_flat_float_observations(task):
+    register()
+    env = gym.make(f"popgym/{task}-v0")
+    obs, _ = env.reset(seed=0)
+    assert obs.dtype == np.float32 and obs.shape == env.observation_space.shape
+    assert isinstance(env.action_space, gym.spaces.Discrete)
+    total, done, steps = 0.0, False, 0
+    while not done:
+        obs, r, term, trunc, _ = env.step(env.action_space.sample())
+        assert obs.shape == env.observation_space.shape
+        total, done, steps = total + r, term or trunc, steps + 1
+    assert -1.0 - 1e-6 <= total <= 1.0 + 1e-6 and steps > 1  # POPGym scales returns to [-1, 1]

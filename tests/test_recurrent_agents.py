@@ -16,6 +16,7 @@ def params(**kw):
         gamma=0.9, tau=0.05, buffer_size=10_000, seq_len=8, batch_size=4,
         learning_starts=50, train_freq=1, gradient_steps=1,
         expl_noise=0.1, target_noise=0.2, noise_clip=0.5, policy_delay=2,
+        target_entropy_ratio=0.7, context=3, ffm_memory=8, ffm_context=4,
     )  # fmt: skip
     return SimpleNamespace(**{**base, **kw})
 
@@ -116,3 +117,55 @@ def test_td3_train_runs_and_is_deterministic():
     a = recurrent_td3.train(env(), params(), total_steps=420, seed=3)
     b = recurrent_td3.train(env(), params(), total_steps=420, seed=3)
     assert a["episode_returns"] == b["episode_returns"] and len(a["episode_returns"]) == 2
+
+
+def test_sac_discrete_update_trains_actor_critic_and_temperature():
+    from memrl.agents.recurrent_sac_discrete import RecurrentSACDiscrete
+
+    th.manual_seed(0)
+    rng = np.random.default_rng(0)
+    buf = SequenceReplayBuffer(1000, seq_len=8, seed=0)
+    for n in (12, 20):
+        a = np.eye(3, dtype=np.float32)[rng.integers(3, size=n)]
+        buf.add_episode(rng.normal(size=(n + 1, 2)), a, rng.normal(size=n), True)
+    agent = RecurrentSACDiscrete(2, 3, params())
+    enc_a, enc_q = snapshot(agent.actor_encoder), snapshot(agent.critic_encoder)
+    alpha = agent.log_alpha.item()
+    out = agent.update(buf.sample(4))
+    assert all(np.isfinite(v) for v in out.values())
+    assert changed(enc_a, agent.actor_encoder) and changed(enc_q, agent.critic_encoder)
+    assert agent.log_alpha.item() != alpha
+    a = agent.act(th.zeros(1, 16), explore=True)
+    assert a.shape == (3,) and a.sum() == 1.0 and set(a.tolist()) <= {0.0, 1.0}
+
+
+def test_sac_discrete_with_memory_solves_a_short_t_maze():
+    from memrl.agents import recurrent_sac_discrete
+    from memrl.envs.pomdp import PassiveTMaze
+
+    p = params(
+        hidden_size=32, head=[32], seq_len=4, batch_size=16, learning_starts=100,
+        gamma=0.99, tau=0.05, train_freq=1, target_entropy_ratio=0.5,
+    )  # fmt: skip
+    out = recurrent_sac_discrete.train(PassiveTMaze(3), p, 1500, seed=0)
+    r = np.array(out["episode_returns"])
+    assert r[:50].mean() < 0.75  # starts near chance ...
+    assert r[-50:].mean() > 0.8  # ... and recalls the cue 3 steps back
+
+
+def test_sac_discrete_refuses_continuous_actions():
+    from memrl.agents import recurrent_sac_discrete
+
+    with pytest.raises(TypeError, match="Discrete"):
+        recurrent_sac_discrete.train(make_masked("Pendulum-v1", "V"), params(), 10, 0)
+
+
+def test_polyak_moves_every_target_tensor_by_tau():
+    from memrl.agents.nets import polyak
+
+    t, o = [th.zeros(3), th.ones(2)], [th.ones(3), th.zeros(2)]
+    polyak(t, o, 0.25)
+    th.testing.assert_close(t[0], th.full((3,), 0.25))
+    th.testing.assert_close(t[1], th.full((2,), 0.75))
+    with pytest.raises(ValueError):
+        polyak(t, o[:1], 0.1)

@@ -4,7 +4,9 @@ Acting runs the agent's actor encoder in step mode on ``[o_t, a_{t-1}, r_{t-1}]`
 (the state follows the history even during the initial random steps); finished
 episodes go whole into a :class:`~memrl.memory.sequence.SequenceReplayBuffer`;
 after ``learning_starts`` steps the agent makes ``gradient_steps`` updates every
-``train_freq`` env steps. Actions live in [-1, 1] and are rescaled to the env's box.
+``train_freq`` env steps. Continuous actions live in [-1, 1] and are rescaled to
+the env's box; discrete actions travel as one-hot vectors (in the buffer and as
+the encoders' previous-action input) and reach the env as indices.
 """
 
 from __future__ import annotations
@@ -31,8 +33,25 @@ class RecurrentAgent(Protocol):
 def run(agent: RecurrentAgent, env: gym.Env, p: Any, total_steps: int, seed: int) -> dict[str, Any]:
     """Train ``agent`` on ``env`` for ``total_steps`` steps; per-episode returns and lengths."""
     rng = np.random.default_rng(seed)
-    act_dim = int(np.prod(env.action_space.shape))
-    low, high = env.action_space.low, env.action_space.high
+    discrete = isinstance(env.action_space, gym.spaces.Discrete)
+    act_dim = action_dim(env.action_space)
+    if discrete:
+        eye = np.eye(act_dim, dtype=np.float32)
+
+        def random_action() -> np.ndarray:
+            return eye[rng.integers(act_dim)]
+
+        def to_env(a: np.ndarray):
+            return int(np.argmax(a))
+    else:
+        low, high = env.action_space.low, env.action_space.high
+
+        def random_action() -> np.ndarray:
+            return rng.uniform(-1.0, 1.0, act_dim).astype(np.float32)
+
+        def to_env(a: np.ndarray):
+            return low + (a + 1.0) * 0.5 * (high - low)
+
     buf = SequenceReplayBuffer(p.buffer_size, p.seq_len, seed=seed)
     returns, lengths = [], []
     start = time.perf_counter()
@@ -53,10 +72,10 @@ def run(agent: RecurrentAgent, env: gym.Env, p: Any, total_steps: int, seed: int
                     tensor(obs), tensor(prev_a), tensor(prev_r), state
                 )
                 if step < p.learning_starts:
-                    a = rng.uniform(-1.0, 1.0, act_dim).astype(np.float32)
+                    a = random_action()
                 else:
                     a = agent.act(h, explore=True)
-            obs, r, terminated, truncated, _ = env.step(low + (a + 1.0) * 0.5 * (high - low))
+            obs, r, terminated, truncated, _ = env.step(to_env(a))
             ep_obs.append(obs)
             ep_act.append(a)
             ep_rew.append(float(r))
@@ -78,6 +97,15 @@ def run(agent: RecurrentAgent, env: gym.Env, p: Any, total_steps: int, seed: int
     }
 
 
+def action_dim(space: gym.Space) -> int:
+    """Width of an action as the agents see it: the box's size, or ``n`` (one-hot)."""
+    if isinstance(space, gym.spaces.Discrete):
+        return int(space.n)
+    if isinstance(space, gym.spaces.Box):
+        return int(np.prod(space.shape))
+    raise TypeError(f"recurrent agents take Box or Discrete actions, not {space}")
+
+
 def history(batch, device: str) -> tuple[th.Tensor, ...]:
     """Tensors of a batch of windows, extended by one step to reach ``o_{t+1}``.
 
@@ -96,21 +124,31 @@ def history(batch, device: str) -> tuple[th.Tensor, ...]:
     return full_obs, full_pa, full_pr, act, rew, t(batch.dones), t(batch.mask)
 
 
-def encoders_and_critics(obs_dim: int, act_dim: int, p: Any, device: str):
+def encoder(obs_dim: int, act_dim: int, p: Any, device: str):
+    """A history encoder with ``p``'s core (``p.context`` steps for the windowed core,
+    ``p.ffm_memory`` traces by ``p.ffm_context`` frequencies for FFM)."""
+    from memrl.memory.history import HistoryEncoder
+
+    kwargs: dict[str, int] = {}
+    if p.core == "window":
+        kwargs = {"context": p.context}
+    elif p.core == "ffm":
+        kwargs = {"memory_size": p.ffm_memory, "context_size": p.ffm_context}
+    return HistoryEncoder(obs_dim, act_dim, p.core, p.hidden_size, **kwargs).to(device)
+
+
+def encoders_and_critics(obs_dim: int, act_dim: int, p: Any, device: str, discrete: bool = False):
     """The parts recurrent SAC and TD3 share: ``(actor_encoder, critic_encoder, q1, q2)``.
 
     Separate actor and critic history encoders (Ni et al.'s recommendation) unless
     ``p.shared_encoder`` (their ablation: one module for both); twin Q heads on the
-    critic's features and the action.
+    critic's features and the action — or, for ``discrete`` actions, on the features
+    alone with one output per action.
     """
     from memrl.agents.nets import mlp
-    from memrl.memory.history import HistoryEncoder
 
-    critic_encoder = HistoryEncoder(obs_dim, act_dim, p.core, p.hidden_size).to(device)
-    actor_encoder = (
-        critic_encoder
-        if p.shared_encoder
-        else HistoryEncoder(obs_dim, act_dim, p.core, p.hidden_size).to(device)
-    )
-    q1, q2 = (mlp(p.hidden_size + act_dim, 1, p.head).to(device) for _ in range(2))
+    critic_encoder = encoder(obs_dim, act_dim, p, device)
+    actor_encoder = critic_encoder if p.shared_encoder else encoder(obs_dim, act_dim, p, device)
+    q_in, q_out = (p.hidden_size, act_dim) if discrete else (p.hidden_size + act_dim, 1)
+    q1, q2 = (mlp(q_in, q_out, p.head).to(device) for _ in range(2))
     return actor_encoder, critic_encoder, q1, q2

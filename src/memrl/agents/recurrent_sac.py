@@ -27,7 +27,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from memrl.agents import recurrent_loop
-from memrl.agents.nets import mlp
+from memrl.agents.nets import adam, mlp, polyak
 from memrl.runtime import get_device
 
 LOG_STD_MIN, LOG_STD_MAX = -5.0, 2.0
@@ -69,10 +69,10 @@ class RecurrentSAC:
         actor_params = [*self.actor.parameters()]
         if not p.shared_encoder:
             actor_params += [*self.actor_encoder.parameters()]
-        self.critic_opt = th.optim.Adam(critic_params, lr=p.learning_rate)
-        self.actor_opt = th.optim.Adam(actor_params, lr=p.learning_rate)
+        self.critic_opt = adam(critic_params, lr=p.learning_rate)
+        self.actor_opt = adam(actor_params, lr=p.learning_rate)
         self.log_alpha = th.zeros(1, requires_grad=True, device=device)
-        self.alpha_opt = th.optim.Adam([self.log_alpha], lr=p.learning_rate)
+        self.alpha_opt = adam([self.log_alpha], lr=p.learning_rate)
         self.target_entropy = -float(act_dim)
 
     @th.no_grad()
@@ -124,14 +124,8 @@ class RecurrentSAC:
         self.alpha_opt.step()
 
         # ---- targets
-        with th.no_grad():
-            online = [
-                *self.critic_encoder.parameters(),
-                *self.q1.parameters(),
-                *self.q2.parameters(),
-            ]
-            for tp, op in zip(self.critic_target.parameters(), online, strict=True):
-                tp.lerp_(op, p.tau)
+        online = [*self.critic_encoder.parameters(), *self.q1.parameters(), *self.q2.parameters()]
+        polyak(self.critic_target.parameters(), online, p.tau)
         return {
             "critic_loss": critic_loss.item(),
             "actor_loss": actor_loss.item(),

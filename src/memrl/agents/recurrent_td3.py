@@ -23,7 +23,7 @@ import torch as th
 from torch import nn
 
 from memrl.agents import recurrent_loop
-from memrl.agents.nets import mlp
+from memrl.agents.nets import adam, mlp, polyak
 from memrl.runtime import get_device
 
 
@@ -41,11 +41,11 @@ class RecurrentTD3:
         self.policy = nn.ModuleList([self.actor_encoder, self.mu])
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
         self.policy_target = copy.deepcopy(self.policy).requires_grad_(False)
-        self.critic_opt = th.optim.Adam(self.critic.parameters(), lr=p.learning_rate)
+        self.critic_opt = adam(self.critic.parameters(), lr=p.learning_rate)
         actor_params = [*self.mu.parameters()]
         if not p.shared_encoder:
             actor_params += [*self.actor_encoder.parameters()]
-        self.actor_opt = th.optim.Adam(actor_params, lr=p.learning_rate)
+        self.actor_opt = adam(actor_params, lr=p.learning_rate)
         self.updates = 0
         self.noise = th.Generator().manual_seed(0)
 
@@ -98,13 +98,8 @@ class RecurrentTD3:
         self.actor_opt.step()
 
         # ---- targets
-        with th.no_grad():
-            for target_net, net in (
-                (self.critic_target, self.critic),
-                (self.policy_target, self.policy),
-            ):
-                for tp, op in zip(target_net.parameters(), net.parameters(), strict=True):
-                    tp.lerp_(op, p.tau)
+        polyak(self.critic_target.parameters(), self.critic.parameters(), p.tau)
+        polyak(self.policy_target.parameters(), self.policy.parameters(), p.tau)
         out["actor_loss"] = actor_loss.item()
         return out
 

@@ -11,6 +11,11 @@ corridor of length ``L`` — every action advances one cell, so credit assignmen
 is trivial — and at the junction must turn the way the cue said (reward 1, else 0).
 The correlation horizon is ``xi = L``: an agent that cannot recall ``L`` steps
 back succeeds half the time.
+
+**POPGym** (Morad et al. 2023, the ``popgym`` package): memory puzzles registered
+as ``popgym/<Task>-v0`` (e.g. ``popgym/RepeatPreviousEasy-v0``), with discrete
+observations flattened to one-hot float vectors. Returns are scaled by POPGym to
+[-1, 1] per episode.
 """
 
 from __future__ import annotations
@@ -87,8 +92,31 @@ class PassiveTMaze(gym.Env):
         return self._obs(), float(success), True, False, {"success": success}
 
 
+POPGYM_TASKS: dict[str, str] = {
+    "RepeatPreviousEasy": "popgym.envs.repeat_previous",
+    "RepeatFirstEasy": "popgym.envs.repeat_first",
+    "CountRecallEasy": "popgym.envs.count_recall",
+    "PositionOnlyCartPoleEasy": "popgym.envs.position_only_cartpole",
+}
+
+
+def make_popgym(task: str) -> gym.Env:
+    """POPGym's ``task`` with its observations as flat float32 vectors (one-hot if discrete)."""
+    import importlib
+
+    env = getattr(importlib.import_module(POPGYM_TASKS[task]), task)()
+    if not isinstance(env.observation_space, gym.spaces.Box):
+        env = gym.wrappers.FlattenObservation(env)
+    return gym.wrappers.TransformObservation(
+        env,
+        lambda o: np.asarray(o, dtype=np.float32),
+        gym.spaces.Box(-np.inf, np.inf, env.observation_space.shape, dtype=np.float32),
+    )
+
+
 def register() -> None:
-    """Register ``memrl/<Base>-P-v1``, ``memrl/<Base>-V-v1`` and ``memrl/PassiveTMaze-v0`` (idempotent)."""
+    """Register ``memrl/<Base>-P-v1``, ``memrl/<Base>-V-v1``, ``memrl/PassiveTMaze-v0``
+    and ``popgym/<Task>-v0`` (idempotent)."""
     for base, variants in POMDP_MASKS.items():
         name, version = base.rsplit("-", 1)
         for v in variants:
@@ -99,3 +127,6 @@ def register() -> None:
                 )
     if "memrl/PassiveTMaze-v0" not in gym.envs.registry:
         gym.register("memrl/PassiveTMaze-v0", entry_point=PassiveTMaze)
+    for task in POPGYM_TASKS:
+        if f"popgym/{task}-v0" not in gym.envs.registry:
+            gym.register(f"popgym/{task}-v0", entry_point=make_popgym, kwargs={"task": task})

@@ -165,9 +165,39 @@ class FFMCore(nn.Module):
         return self._readout(s, thru, gate), s
 
 
+class WindowCore(nn.Module):
+    """A context of the last ``context`` inputs, no memory beyond it (a frame stack of K).
+
+    ``y_t = MLP([x_{t-K+1}, ..., x_t])`` with zeros before the start: the agent sees
+    exactly ``K`` steps back, so it can recall events at most ``K - 1`` steps old
+    (short-term memory in Cherepanov et al.'s terms). The state is the last
+    ``K - 1`` inputs, (batch, K - 1, in).
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, context: int = 4) -> None:
+        super().__init__()
+        if int(context) < 1:
+            raise ValueError(f"context must be >= 1, got {context}")
+        self.input_size, self.hidden_size, self.context = input_size, hidden_size, int(context)
+        self.net = nn.Sequential(nn.Linear(self.context * input_size, hidden_size), nn.ReLU())
+
+    def initial_state(self, batch: int) -> th.Tensor:
+        return th.zeros(batch, self.context - 1, self.input_size)
+
+    def forward(self, x: th.Tensor, state: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        full = th.cat([state.to(x), x], 1)  # (B, K - 1 + T, in)
+        windows = full.unfold(1, self.context, 1)  # (B, T, in, K), oldest first along K
+        y = self.net(windows.transpose(-1, -2).flatten(-2))
+        return y, full[:, full.shape[1] - (self.context - 1) :]
+
+    def step(self, x: th.Tensor, state: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        y, state = self(x[:, None], state)
+        return y[:, 0], state
+
+
 def make_core(kind: str, input_size: int, hidden_size: int, **kwargs) -> nn.Module:
-    """``"gru"``, ``"lstm"`` or ``"ffm"``."""
-    cores = {"gru": GRUCore, "lstm": LSTMCore, "ffm": FFMCore}
+    """``"gru"``, ``"lstm"``, ``"ffm"`` or ``"window"`` (``context=K``)."""
+    cores = {"gru": GRUCore, "lstm": LSTMCore, "ffm": FFMCore, "window": WindowCore}
     if kind not in cores:
         raise ValueError(f"unknown memory core {kind!r}; choose one of {sorted(cores)}")
     return cores[kind](input_size, hidden_size, **kwargs)

@@ -2,7 +2,8 @@
 
 Each input is embedded by a linear layer (observation 32, previous action 16,
 previous reward 16 units, as pomdp-baselines sizes them), concatenated, passed
-through a ReLU and a recurrent core from :mod:`memrl.memory.cores`.
+through a ReLU and a memory core from :mod:`memrl.memory.cores` (``core_kwargs``
+go to the core, e.g. ``context=K`` for the windowed core).
 """
 
 from __future__ import annotations
@@ -17,12 +18,14 @@ from memrl.memory.cores import make_core
 
 
 class HistoryEncoder(nn.Module):
-    def __init__(self, obs_dim: int, act_dim: int, core: str, hidden: int, embed: int = 32) -> None:
+    def __init__(
+        self, obs_dim: int, act_dim: int, core: str, hidden: int, embed: int = 32, **core_kwargs
+    ) -> None:
         super().__init__()
         self.obs_embed = nn.Linear(obs_dim, embed)
         self.act_embed = nn.Linear(act_dim, embed // 2)
         self.rew_embed = nn.Linear(1, embed // 2)
-        self.core = make_core(core, 2 * embed, hidden)
+        self.core = make_core(core, 2 * embed, hidden, **core_kwargs)
 
     def _inputs(self, obs: th.Tensor, prev_act: th.Tensor, prev_rew: th.Tensor) -> th.Tensor:
         x = [self.obs_embed(obs), self.act_embed(prev_act), self.rew_embed(prev_rew[..., None])]

@@ -1,0 +1,128 @@
+"""Recurrent SAC-discrete for POMDPs with discrete actions (Christodoulou 2019; Ni et al. 2022).
+
+The same history encoders and replay as :mod:`memrl.agents.recurrent_sac`
+(``[o_t, a_{t-1}, r_{t-1}]`` with the previous action one-hot; separate actor and
+critic encoders unless ``shared_encoder``), with SAC's discrete-action rules, as
+pomdp-baselines uses them on CartPole-V and the T-Maze:
+
+- the actor outputs a categorical ``pi(.|h_t)``; twin critics output ``Q(h_t, .)``
+  for every action;
+- the critic regresses ``r_t + gamma (1 - d_t) sum_a' pi(a'|h_{t+1}) (min Q'(h'_{t+1}, a') - alpha log pi(a'|h_{t+1}))``
+  — an exact expectation over actions, no sampling;
+- the actor minimises ``sum_a pi(a|h_t) (alpha log pi(a|h_t) - min Q(h_t, a))``;
+- the temperature is tuned toward an entropy of ``target_entropy_ratio * log |A|``.
+
+Losses are masked means over the replayed windows; targets move by Polyak averaging.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch as th
+from torch import nn
+from torch.nn import functional as F
+
+from memrl.agents import recurrent_loop
+from memrl.agents.nets import adam, mlp, polyak
+from memrl.runtime import get_device
+
+
+class RecurrentSACDiscrete:
+    """Networks, optimisers and the update rule (the environment loop is shared)."""
+
+    def __init__(self, obs_dim: int, n_actions: int, p: Any, device: str = "cpu") -> None:
+        self.p, self.device, self.n_actions = p, device, n_actions
+        self.actor_encoder, self.critic_encoder, self.q1, self.q2 = (
+            recurrent_loop.encoders_and_critics(obs_dim, n_actions, p, device, discrete=True)
+        )
+        self.actor = mlp(p.hidden_size, n_actions, p.head).to(device)
+        self.critic = nn.ModuleList([self.critic_encoder, self.q1, self.q2])
+        self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
+        self.critic_opt = adam(self.critic.parameters(), lr=p.learning_rate)
+        actor_params = [*self.actor.parameters()]
+        if not p.shared_encoder:
+            actor_params += [*self.actor_encoder.parameters()]
+        self.actor_opt = adam(actor_params, lr=p.learning_rate)
+        self.log_alpha = th.zeros(1, requires_grad=True, device=device)
+        self.alpha_opt = adam([self.log_alpha], lr=p.learning_rate)
+        self.target_entropy = p.target_entropy_ratio * math.log(n_actions)
+        self.eye = th.eye(n_actions, device=device)
+
+    def policy(self, h: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        """Action probabilities and their logs."""
+        logits = self.actor(h)
+        return F.softmax(logits, -1), F.log_softmax(logits, -1)
+
+    @th.no_grad()
+    def act(self, h: th.Tensor, explore: bool) -> np.ndarray:
+        """A one-hot action: sampled from ``pi`` when exploring, else its mode."""
+        probs, _ = self.policy(h)
+        a = th.multinomial(probs, 1)[0, 0] if explore else probs[0].argmax()
+        return self.eye[a].cpu().numpy()
+
+    def update(self, batch) -> dict[str, float]:
+        """One gradient step of critic, actor and temperature on a batch of windows."""
+        p = self.p
+        full_obs, full_pa, full_pr, act, rew, done, mask = recurrent_loop.history(
+            batch, self.device
+        )
+        n = mask.sum().clamp(min=1.0)
+        alpha = self.log_alpha.exp().detach()
+
+        # ---- critic
+        h_q, _ = self.critic_encoder(full_obs, full_pa, full_pr)
+        h_a = (
+            h_q.detach() if p.shared_encoder else self.actor_encoder(full_obs, full_pa, full_pr)[0]
+        )
+        with th.no_grad():
+            probs_next, logp_next = self.policy(h_a[:, 1:])
+            enc_t, q1_t, q2_t = self.critic_target
+            h_t = enc_t(full_obs, full_pa, full_pr)[0][:, 1:]
+            q_next = th.min(q1_t(h_t), q2_t(h_t)) - alpha * logp_next
+            target = rew + p.gamma * (1.0 - done) * (probs_next * q_next).sum(-1)
+        q1 = (self.q1(h_q[:, :-1]) * act).sum(-1)
+        q2 = (self.q2(h_q[:, :-1]) * act).sum(-1)
+        critic_loss = (((q1 - target) ** 2 + (q2 - target) ** 2) * mask).sum() / n
+        self.critic_opt.zero_grad()
+        critic_loss.backward()
+        self.critic_opt.step()
+
+        # ---- actor (critic features detached: the actor trains only its own encoder)
+        probs, logp = self.policy(h_a[:, :-1])
+        with th.no_grad():
+            hq = h_q[:, :-1].detach()
+            q_min = th.min(self.q1(hq), self.q2(hq))
+        actor_loss = ((probs * (alpha * logp - q_min)).sum(-1) * mask).sum() / n
+        self.actor_opt.zero_grad()
+        actor_loss.backward()
+        self.actor_opt.step()
+
+        # ---- temperature: raise alpha when the policy's entropy falls below the target
+        entropy = -(probs.detach() * logp.detach()).sum(-1)
+        alpha_loss = (self.log_alpha * (entropy - self.target_entropy) * mask).sum() / n
+        self.alpha_opt.zero_grad()
+        alpha_loss.backward()
+        self.alpha_opt.step()
+
+        # ---- targets
+        polyak(self.critic_target.parameters(), self.critic.parameters(), p.tau)
+        return {
+            "critic_loss": critic_loss.item(),
+            "actor_loss": actor_loss.item(),
+            "alpha": alpha.item(),
+        }
+
+
+def train(env: gym.Env, p: Any, total_steps: int, seed: int) -> dict[str, Any]:
+    """Run recurrent SAC-discrete on a discrete-action ``env``; returns per-episode logs."""
+    if not isinstance(env.action_space, gym.spaces.Discrete):
+        raise TypeError(f"SAC-discrete needs a Discrete action space, not {env.action_space}")
+    th.manual_seed(seed)
+    obs_dim = int(np.prod(env.observation_space.shape))
+    agent = RecurrentSACDiscrete(obs_dim, int(env.action_space.n), p, get_device())
+    return recurrent_loop.run(agent, env, p, total_steps, seed)
