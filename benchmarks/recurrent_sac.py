@@ -23,6 +23,8 @@ def main() -> None:
     ap.add_argument("--seq-len", type=int, default=32)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--cores", default="gru,lstm,ffm")
+    ap.add_argument("--ffm-memory", type=int, default=8, help="FFM traces m (paper 32)")
+    ap.add_argument("--ffm-context", type=int, default=4, help="FFM frequencies c (paper 8)")
     a = ap.parse_args()
 
     import gymnasium as gym
@@ -49,11 +51,13 @@ def main() -> None:
             core=core, hidden_size=a.hidden, shared_encoder=False, head=[a.hidden, a.hidden],
             learning_rate=1e-3, gamma=0.9, tau=0.005, buffer_size=100_000, seq_len=a.seq_len,
             batch_size=a.batch, learning_starts=a.learning_starts, train_freq=1, gradient_steps=1,
+            ffm_memory=a.ffm_memory, ffm_context=a.ffm_context,
         )  # fmt: skip
         t = time.perf_counter()
         train(make_masked("Pendulum-v1", "V"), p, a.steps, seed=0)
         rate = a.steps / (time.perf_counter() - t)
-        label = f"recurrent SAC ({core} {a.hidden}, {a.batch}x{a.seq_len}, Pendulum-V)"
+        size = f"m{a.ffm_memory} c{a.ffm_context} h{a.hidden}" if core == "ffm" else f"{a.hidden}"
+        label = f"recurrent SAC ({core} {size}, {a.batch}x{a.seq_len}, Pendulum-V)"
         print(f"  {label:<45} {rate:7.1f} steps/s   {rate / base:4.2f}x")
 
 
