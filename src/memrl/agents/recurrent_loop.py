@@ -12,7 +12,7 @@ the encoders' previous-action input) and reach the env as indices.
 from __future__ import annotations
 
 import time
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import gymnasium as gym
 import numpy as np
@@ -95,6 +95,34 @@ def run(agent: RecurrentAgent, env: gym.Env, p: Any, total_steps: int, seed: int
         "episode_lengths": lengths,
         "seconds": time.perf_counter() - start,
     }
+
+
+class Features(NamedTuple):
+    """A batch of windows run through SAC's encoders: features ``(B, T+1, hidden)`` whose
+    ``[:, :-1]`` are ``h_t`` and ``[:, 1:]`` are ``h_{t+1}``, and the targets' tensors."""
+
+    critic: th.Tensor  # online critic encoder, with gradients
+    actor: th.Tensor  # actor encoder (the critic's, detached, when shared)
+    target: th.Tensor  # target critic encoder, no gradients
+    act: th.Tensor
+    rew: th.Tensor
+    done: th.Tensor
+    mask: th.Tensor
+    n: th.Tensor  # number of valid steps (>= 1)
+
+
+def sac_features(agent: Any, batch) -> Features:
+    """Run a SAC variant's three encoders once each over a batch of windows (the agent's
+    ``critic_encoder``, ``actor_encoder`` and ``critic_target[0]``)."""
+    full_obs, full_pa, full_pr, act, rew, done, mask = history(batch, agent.device)
+    h_q, _ = agent.critic_encoder(full_obs, full_pa, full_pr)
+    if agent.p.shared_encoder:
+        h_a = h_q.detach()
+    else:
+        h_a, _ = agent.actor_encoder(full_obs, full_pa, full_pr)
+    with th.no_grad():
+        h_t, _ = agent.critic_target[0](full_obs, full_pa, full_pr)
+    return Features(h_q, h_a, h_t, act, rew, done, mask, mask.sum().clamp(min=1.0))
 
 
 def action_dim(space: gym.Space) -> int:

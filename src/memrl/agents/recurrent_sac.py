@@ -82,26 +82,18 @@ class RecurrentSAC:
     def update(self, batch) -> dict[str, float]:
         """One gradient step of critic, actor and temperature on a batch of windows."""
         p = self.p
-        full_obs, full_pa, full_pr, act, rew, done, mask = recurrent_loop.history(
-            batch, self.device
-        )
-        n = mask.sum().clamp(min=1.0)
+        _, q1_t, q2_t = self.critic_target
+        f = recurrent_loop.sac_features(self, batch)
+        h_q, h_a, mask, n = f.critic, f.actor, f.mask, f.n
         alpha = self.log_alpha.exp().detach()
 
         # ---- critic
-        h_q, _ = self.critic_encoder(full_obs, full_pa, full_pr)
-        # the actor's features, computed once: the critic's own (detached) when shared
-        h_a = (
-            h_q.detach() if p.shared_encoder else self.actor_encoder(full_obs, full_pa, full_pr)[0]
-        )
         with th.no_grad():
             a_next, logp_next = self.actor(h_a[:, 1:])
-            enc_t, q1_t, q2_t = self.critic_target
-            h_t, _ = enc_t(full_obs, full_pa, full_pr)
-            x_next = th.cat([h_t[:, 1:], a_next], -1)
+            x_next = th.cat([f.target[:, 1:], a_next], -1)
             q_next = th.min(q1_t(x_next), q2_t(x_next)).squeeze(-1) - alpha * logp_next
-            target = rew + p.gamma * (1.0 - done) * q_next
-        x = th.cat([h_q[:, :-1], act], -1)
+            target = f.rew + p.gamma * (1.0 - f.done) * q_next
+        x = th.cat([h_q[:, :-1], f.act], -1)
         q1, q2 = self.q1(x).squeeze(-1), self.q2(x).squeeze(-1)
         critic_loss = (((q1 - target) ** 2 + (q2 - target) ** 2) * mask).sum() / n
         self.critic_opt.zero_grad()

@@ -66,27 +66,21 @@ class RecurrentSACDiscrete:
         return self.eye[a].cpu().numpy()
 
     def update(self, batch) -> dict[str, float]:
-        """One gradient step of critic, actor and temperature on a batch of windows."""
-        p = self.p
-        full_obs, full_pa, full_pr, act, rew, done, mask = recurrent_loop.history(
-            batch, self.device
-        )
-        n = mask.sum().clamp(min=1.0)
-        alpha = self.log_alpha.exp().detach()
+        """One gradient step of critic, actor and temperature on a batch of windows;
+        expectations over the next action are exact sums over ``pi(.|h_{t+1})``."""
+        p, alpha = self.p, self.log_alpha.exp().detach()
+        f = recurrent_loop.sac_features(self, batch)
+        h_q, h_a, mask, n = f.critic, f.actor, f.mask, f.n
 
         # ---- critic
-        h_q, _ = self.critic_encoder(full_obs, full_pa, full_pr)
-        h_a = (
-            h_q.detach() if p.shared_encoder else self.actor_encoder(full_obs, full_pa, full_pr)[0]
-        )
         with th.no_grad():
+            _, q1_t, q2_t = self.critic_target
             probs_next, logp_next = self.policy(h_a[:, 1:])
-            enc_t, q1_t, q2_t = self.critic_target
-            h_t = enc_t(full_obs, full_pa, full_pr)[0][:, 1:]
+            h_t = f.target[:, 1:]
             q_next = th.min(q1_t(h_t), q2_t(h_t)) - alpha * logp_next
-            target = rew + p.gamma * (1.0 - done) * (probs_next * q_next).sum(-1)
-        q1 = (self.q1(h_q[:, :-1]) * act).sum(-1)
-        q2 = (self.q2(h_q[:, :-1]) * act).sum(-1)
+            target = f.rew + p.gamma * (1.0 - f.done) * (probs_next * q_next).sum(-1)
+        q1 = (self.q1(h_q[:, :-1]) * f.act).sum(-1)
+        q2 = (self.q2(h_q[:, :-1]) * f.act).sum(-1)
         critic_loss = (((q1 - target) ** 2 + (q2 - target) ** 2) * mask).sum() / n
         self.critic_opt.zero_grad()
         critic_loss.backward()
