@@ -165,6 +165,17 @@ def encoder(obs_dim: int, act_dim: int, p: Any, device: str):
     return HistoryEncoder(obs_dim, act_dim, p.core, p.hidden_size, **kwargs).to(device)
 
 
+def actor_optimiser(head: Any, actor_encoder: Any, p: Any):
+    """Adam over the actor's head and its encoder — unless the encoder is shared, when
+    only the critic's loss trains it (Ni et al.'s ablation)."""
+    from memrl.agents.nets import adam
+
+    params = [*head.parameters()]
+    if not p.shared_encoder:
+        params += [*actor_encoder.parameters()]
+    return adam(params, lr=p.learning_rate)
+
+
 def encoders_and_critics(obs_dim: int, act_dim: int, p: Any, device: str, discrete: bool = False):
     """The parts recurrent SAC and TD3 share: ``(actor_encoder, critic_encoder, q1, q2)``.
 

@@ -59,18 +59,10 @@ class RecurrentSAC:
             recurrent_loop.encoders_and_critics(obs_dim, act_dim, p, device)
         )
         self.actor = Actor(hid, act_dim, p.head).to(device)
-        self.critic_target = copy.deepcopy(nn.ModuleList([self.critic_encoder, self.q1, self.q2]))
-        self.critic_target.requires_grad_(False)
-        critic_params = [
-            *self.critic_encoder.parameters(),
-            *self.q1.parameters(),
-            *self.q2.parameters(),
-        ]
-        actor_params = [*self.actor.parameters()]
-        if not p.shared_encoder:
-            actor_params += [*self.actor_encoder.parameters()]
-        self.critic_opt = adam(critic_params, lr=p.learning_rate)
-        self.actor_opt = adam(actor_params, lr=p.learning_rate)
+        self.critic = nn.ModuleList([self.critic_encoder, self.q1, self.q2])
+        self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
+        self.critic_opt = adam(self.critic.parameters(), lr=p.learning_rate)
+        self.actor_opt = recurrent_loop.actor_optimiser(self.actor, self.actor_encoder, p)
         self.log_alpha = th.zeros(1, requires_grad=True, device=device)
         self.alpha_opt = adam([self.log_alpha], lr=p.learning_rate)
         self.target_entropy = -float(act_dim)
@@ -116,8 +108,7 @@ class RecurrentSAC:
         self.alpha_opt.step()
 
         # ---- targets
-        online = [*self.critic_encoder.parameters(), *self.q1.parameters(), *self.q2.parameters()]
-        polyak(self.critic_target.parameters(), online, p.tau)
+        polyak(self.critic_target.parameters(), self.critic.parameters(), p.tau)
         return {
             "critic_loss": critic_loss.item(),
             "actor_loss": actor_loss.item(),

@@ -44,10 +44,7 @@ class RecurrentSACDiscrete:
         self.critic = nn.ModuleList([self.critic_encoder, self.q1, self.q2])
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
         self.critic_opt = adam(self.critic.parameters(), lr=p.learning_rate)
-        actor_params = [*self.actor.parameters()]
-        if not p.shared_encoder:
-            actor_params += [*self.actor_encoder.parameters()]
-        self.actor_opt = adam(actor_params, lr=p.learning_rate)
+        self.actor_opt = recurrent_loop.actor_optimiser(self.actor, self.actor_encoder, p)
         self.log_alpha = th.zeros(1, requires_grad=True, device=device)
         self.alpha_opt = adam([self.log_alpha], lr=p.learning_rate)
         self.target_entropy = p.target_entropy_ratio * math.log(n_actions)

@@ -42,10 +42,7 @@ class RecurrentTD3:
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
         self.policy_target = copy.deepcopy(self.policy).requires_grad_(False)
         self.critic_opt = adam(self.critic.parameters(), lr=p.learning_rate)
-        actor_params = [*self.mu.parameters()]
-        if not p.shared_encoder:
-            actor_params += [*self.actor_encoder.parameters()]
-        self.actor_opt = adam(actor_params, lr=p.learning_rate)
+        self.actor_opt = recurrent_loop.actor_optimiser(self.mu, self.actor_encoder, p)
         self.updates = 0
         self.noise = th.Generator().manual_seed(0)
 
