@@ -23,6 +23,13 @@ def adam(params, lr: float) -> th.optim.Adam:
     return th.optim.Adam(list(params), lr=lr, fused=True)
 
 
+def optimise(opt: th.optim.Optimizer, loss: th.Tensor) -> None:
+    """One gradient step of ``opt`` on ``loss``."""
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+
+
 @th.no_grad()
 def polyak(target: Iterable[th.Tensor], online: Iterable[th.Tensor], tau: float) -> None:
     """``target <- (1 - tau) target + tau online``, all tensors in one batched call."""

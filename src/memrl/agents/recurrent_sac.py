@@ -27,7 +27,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from memrl.agents import recurrent_loop
-from memrl.agents.nets import adam, mlp, polyak
+from memrl.agents.nets import adam, mlp, optimise, polyak
 from memrl.runtime import get_device
 
 LOG_STD_MIN, LOG_STD_MAX = -5.0, 2.0
@@ -88,24 +88,18 @@ class RecurrentSAC:
         x = th.cat([h_q[:, :-1], f.act], -1)
         q1, q2 = self.q1(x).squeeze(-1), self.q2(x).squeeze(-1)
         critic_loss = (((q1 - target) ** 2 + (q2 - target) ** 2) * mask).sum() / n
-        self.critic_opt.zero_grad()
-        critic_loss.backward()
-        self.critic_opt.step()
+        optimise(self.critic_opt, critic_loss)
 
         # ---- actor (critic features detached: the actor trains only its own encoder)
         a_pi, logp = self.actor(h_a[:, :-1])
         x_pi = th.cat([h_q[:, :-1].detach(), a_pi], -1)
         q_pi = th.min(self.q1(x_pi), self.q2(x_pi)).squeeze(-1)
         actor_loss = ((alpha * logp - q_pi) * mask).sum() / n
-        self.actor_opt.zero_grad()
-        actor_loss.backward()
-        self.actor_opt.step()
+        optimise(self.actor_opt, actor_loss)
 
         # ---- temperature
         alpha_loss = (-(self.log_alpha * (logp.detach() + self.target_entropy)) * mask).sum() / n
-        self.alpha_opt.zero_grad()
-        alpha_loss.backward()
-        self.alpha_opt.step()
+        optimise(self.alpha_opt, alpha_loss)
 
         # ---- targets
         polyak(self.critic_target.parameters(), self.critic.parameters(), p.tau)

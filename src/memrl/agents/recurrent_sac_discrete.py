@@ -28,7 +28,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from memrl.agents import recurrent_loop
-from memrl.agents.nets import adam, mlp, polyak
+from memrl.agents.nets import adam, mlp, optimise, polyak
 from memrl.runtime import get_device
 
 
@@ -79,9 +79,7 @@ class RecurrentSACDiscrete:
         q1 = (self.q1(h_q[:, :-1]) * f.act).sum(-1)
         q2 = (self.q2(h_q[:, :-1]) * f.act).sum(-1)
         critic_loss = (((q1 - target) ** 2 + (q2 - target) ** 2) * mask).sum() / n
-        self.critic_opt.zero_grad()
-        critic_loss.backward()
-        self.critic_opt.step()
+        optimise(self.critic_opt, critic_loss)
 
         # ---- actor (critic features detached: the actor trains only its own encoder)
         probs, logp = self.policy(h_a[:, :-1])
@@ -89,16 +87,12 @@ class RecurrentSACDiscrete:
             hq = h_q[:, :-1].detach()
             q_min = th.min(self.q1(hq), self.q2(hq))
         actor_loss = ((probs * (alpha * logp - q_min)).sum(-1) * mask).sum() / n
-        self.actor_opt.zero_grad()
-        actor_loss.backward()
-        self.actor_opt.step()
+        optimise(self.actor_opt, actor_loss)
 
         # ---- temperature: raise alpha when the policy's entropy falls below the target
         entropy = -(probs.detach() * logp.detach()).sum(-1)
         alpha_loss = (self.log_alpha * (entropy - self.target_entropy) * mask).sum() / n
-        self.alpha_opt.zero_grad()
-        alpha_loss.backward()
-        self.alpha_opt.step()
+        optimise(self.alpha_opt, alpha_loss)
 
         # ---- targets
         polyak(self.critic_target.parameters(), self.critic.parameters(), p.tau)

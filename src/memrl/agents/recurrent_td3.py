@@ -23,7 +23,7 @@ import torch as th
 from torch import nn
 
 from memrl.agents import recurrent_loop
-from memrl.agents.nets import adam, mlp, polyak
+from memrl.agents.nets import adam, mlp, optimise, polyak
 from memrl.runtime import get_device
 
 
@@ -76,9 +76,7 @@ class RecurrentTD3:
         x = th.cat([h_q[:, :-1], act], -1)
         q1, q2 = self.q1(x).squeeze(-1), self.q2(x).squeeze(-1)
         critic_loss = (((q1 - target) ** 2 + (q2 - target) ** 2) * mask).sum() / n
-        self.critic_opt.zero_grad()
-        critic_loss.backward()
-        self.critic_opt.step()
+        optimise(self.critic_opt, critic_loss)
         self.updates += 1
         out = {"critic_loss": critic_loss.item()}
         if self.updates % p.policy_delay:
@@ -90,9 +88,7 @@ class RecurrentTD3:
             h_pi = h_pi.detach()
         x_pi = th.cat([h_q[:, :-1].detach(), th.tanh(self.mu(h_pi))], -1)
         actor_loss = -(self.q1(x_pi).squeeze(-1) * mask).sum() / n
-        self.actor_opt.zero_grad()
-        actor_loss.backward()
-        self.actor_opt.step()
+        optimise(self.actor_opt, actor_loss)
 
         # ---- targets
         polyak(self.critic_target.parameters(), self.critic.parameters(), p.tau)
