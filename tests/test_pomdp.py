@@ -34,11 +34,11 @@ def test_registered_ids_and_bad_masks():
 
 
 def test_tmaze_cue_only_at_start_and_reward_for_the_right_turn():
-    env = PassiveTMaze(length=4)
+    env = PassiveTMaze(length=4)  # xi = 4: the cue at t = 0, the turn at t = 3
     for seed in range(6):
         obs, info = env.reset(seed=seed)
         assert obs[0] == info["cue"] and obs[1] == 0.0
-        for _ in range(4):
+        for _ in range(3):
             obs, r, term, _trunc, _info = env.step(0)
             assert obs[0] == 0.0 and r == 0.0 and not term
         assert obs[1] == 1.0  # at the junction
@@ -47,9 +47,14 @@ def test_tmaze_cue_only_at_start_and_reward_for_the_right_turn():
         assert term and r == 1.0 and step_info["success"]
     env.reset(seed=0)
     cue = env._cue
-    for _ in range(4):
+    for _ in range(3):
         env.step(1)
     assert env.step(0 if cue == 1 else 1)[1] == 0.0  # wrong turn
+
+
+def test_tmaze_of_length_one_shows_cue_and_junction_together():
+    obs, info = PassiveTMaze(length=1).reset(seed=3)
+    assert obs[0] == info["cue"] and obs[1] == 1.0
 
 
 @pytest.mark.parametrize(

@@ -30,9 +30,21 @@ class RecurrentAgent(Protocol):
     def update(self, batch) -> dict[str, float]: ...
 
 
-def run(agent: RecurrentAgent, env: gym.Env, p: Any, total_steps: int, seed: int) -> dict[str, Any]:
-    """Train ``agent`` on ``env`` for ``total_steps`` steps; per-episode returns and lengths."""
-    rng = np.random.default_rng(seed)
+def run(
+    agent: RecurrentAgent,
+    env: gym.Env,
+    p: Any,
+    total_steps: int,
+    seed: int,
+    eval_episodes: int = 0,
+) -> dict[str, Any]:
+    """Train ``agent`` on ``env`` for ``total_steps`` steps; per-episode returns and lengths,
+    then the returns of ``eval_episodes`` episodes of the deterministic (greedy) policy."""
+    # streams of their own: a generator seeded with ``seed`` itself would replay the env's
+    # (gymnasium seeds ``np_random`` the same way), e.g. every random T-Maze turn would
+    # mirror the cue
+    act_seed, buf_seed = np.random.SeedSequence(seed).spawn(2)
+    rng = np.random.default_rng(act_seed)
     discrete = isinstance(env.action_space, gym.spaces.Discrete)
     act_dim = action_dim(env.action_space)
     if discrete:
@@ -52,7 +64,7 @@ def run(agent: RecurrentAgent, env: gym.Env, p: Any, total_steps: int, seed: int
         def to_env(a: np.ndarray):
             return low + (a + 1.0) * 0.5 * (high - low)
 
-    buf = SequenceReplayBuffer(p.buffer_size, p.seq_len, seed=seed)
+    buf = SequenceReplayBuffer(p.buffer_size, p.seq_len, seed=buf_seed)
     returns, lengths = [], []
     start = time.perf_counter()
     step = 0
@@ -90,10 +102,27 @@ def run(agent: RecurrentAgent, env: gym.Env, p: Any, total_steps: int, seed: int
             returns.append(float(sum(ep_rew)))
             lengths.append(len(ep_rew))
             obs, _ = env.reset()
+    seconds = time.perf_counter() - start
+    evals = []
+    for _ in range(eval_episodes):
+        obs, _ = env.reset()
+        state = agent.actor_encoder.initial_state(1)
+        prev_a, prev_r, done, total = np.zeros(act_dim, np.float32), 0.0, False, 0.0
+        while not done:
+            with th.no_grad():
+                h, state = agent.actor_encoder.step(
+                    tensor(obs), tensor(prev_a), tensor(prev_r), state
+                )
+                a = agent.act(h, explore=False)
+            obs, r, terminated, truncated, _ = env.step(to_env(a))
+            prev_a, prev_r, done = a, float(r), terminated or truncated
+            total += float(r)
+        evals.append(total)
     return {
         "episode_returns": returns,
         "episode_lengths": lengths,
-        "seconds": time.perf_counter() - start,
+        "eval_returns": evals,
+        "seconds": seconds,
     }
 
 

@@ -44,7 +44,8 @@ class RecurrentTD3:
         self.critic_opt = adam(self.critic.parameters(), lr=p.learning_rate)
         self.actor_opt = recurrent_loop.actor_optimiser(self.mu, self.actor_encoder, p)
         self.updates = 0
-        self.noise = th.Generator().manual_seed(0)
+        # exploration and smoothing noise: a stream of its own, seeded from the run's seed
+        self.noise = th.Generator().manual_seed(th.initial_seed() + 1)
 
     @th.no_grad()
     def act(self, h: th.Tensor, explore: bool) -> np.ndarray:
@@ -97,11 +98,13 @@ class RecurrentTD3:
         return out
 
 
-def train(env: gym.Env, p: Any, total_steps: int, seed: int) -> dict[str, Any]:
+def train(
+    env: gym.Env, p: Any, total_steps: int, seed: int, eval_episodes: int = 0
+) -> dict[str, Any]:
     """Run recurrent TD3 on a continuous-action ``env``; returns per-episode logs."""
     th.manual_seed(seed)
     obs_dim = int(np.prod(env.observation_space.shape))
     act_dim = int(np.prod(env.action_space.shape))
     agent = RecurrentTD3(obs_dim, act_dim, p, get_device())
     agent.noise.manual_seed(seed)
-    return recurrent_loop.run(agent, env, p, total_steps, seed)
+    return recurrent_loop.run(agent, env, p, total_steps, seed, eval_episodes)

@@ -56,11 +56,15 @@ def make_masked(base_id: str, variant: str, **kwargs) -> gym.Env:
 
 
 class PassiveTMaze(gym.Env):
-    """Passive T-Maze with corridor length ``length`` (correlation horizon ``xi = length``).
+    """Passive T-Maze with corridor length ``length``: correlation horizon ``xi = length``.
 
     Observation: ``[cue, at_junction]`` — ``cue`` is +1 (up) or -1 (down) at the first
     step, 0 afterwards. Actions: 0 = down, 1 = up (anything advances in the corridor).
-    The episode lasts ``length + 1`` steps; the last action is the turn.
+    The episode lasts ``length`` steps and the last action is the turn, so the cue seen
+    at ``t = 0`` decides the reward of the action at ``t = length - 1``: Cherepanov et
+    al.'s ``xi = t_e - t_r + 1 = length``. A context of ``K`` frames (the current one
+    and ``K - 1`` before it) sees the cue at the junction exactly when ``K >= xi``.
+    Reward 1 for the right turn, 0 otherwise.
     """
 
     metadata = {"render_modes": []}
@@ -76,7 +80,7 @@ class PassiveTMaze(gym.Env):
 
     def _obs(self) -> np.ndarray:
         cue = float(self._cue) if self._t == 0 else 0.0
-        return np.array([cue, float(self._t == self.length)], dtype=np.float32)
+        return np.array([cue, float(self._t == self.length - 1)], dtype=np.float32)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
@@ -85,7 +89,7 @@ class PassiveTMaze(gym.Env):
         return self._obs(), {"cue": self._cue}
 
     def step(self, action: int):
-        if self._t < self.length:
+        if self._t < self.length - 1:
             self._t += 1
             return self._obs(), 0.0, False, False, {}
         success = (int(action) == 1) == (self._cue == 1)

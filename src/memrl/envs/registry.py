@@ -38,13 +38,25 @@ class ChannelsFirstFloat(gym.ObservationWrapper):
         return np.ascontiguousarray(np.moveaxis(obs, -1, 0), dtype=np.float32)
 
 
-def make(env_id: str, seed: int | None = None) -> gym.Env:
-    """The environment ``env_id`` (reset once with ``seed`` if given)."""
+def register_for(env_id: str) -> None:
+    """Register the suite's own ids an env id may need: MinAtar's, or the POMDPs of
+    :mod:`memrl.envs.pomdp` (``memrl/...`` masked control, T-Maze; ``popgym/...``)."""
     if env_id.startswith(MINATAR_PREFIX):
         register_minatar()
-        env = ChannelsFirstFloat(gym.make(env_id))
+    elif env_id.startswith(("memrl/", "popgym/")):
+        from memrl.envs import pomdp
+
+        pomdp.register()
+
+
+def make(env_id: str, seed: int | None = None, **kwargs) -> gym.Env:
+    """The environment ``env_id`` (reset once with ``seed`` if given); ``kwargs`` go to
+    ``gym.make`` (e.g. ``length`` for the T-Maze)."""
+    register_for(env_id)
+    if env_id.startswith(MINATAR_PREFIX):
+        env = ChannelsFirstFloat(gym.make(env_id, **kwargs))
     else:
-        env = gym.make(env_id)
+        env = gym.make(env_id, **kwargs)
     if seed is not None:
         env.reset(seed=seed)
         env.action_space.seed(seed)

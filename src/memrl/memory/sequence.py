@@ -40,7 +40,9 @@ class Episode(NamedTuple):
 class SequenceReplayBuffer:
     """Whole episodes, oldest dropped first once more than ``capacity`` transitions are held."""
 
-    def __init__(self, capacity: int, seq_len: int, burn_in: int = 0, seed: int = 0) -> None:
+    def __init__(
+        self, capacity: int, seq_len: int, burn_in: int = 0, seed: int | np.random.SeedSequence = 0
+    ) -> None:
         if capacity < 1 or seq_len < 1 or burn_in < 0:
             raise ValueError("capacity and seq_len must be positive, burn_in non-negative")
         self.capacity, self.seq_len, self.burn_in = capacity, seq_len, burn_in

@@ -63,7 +63,7 @@ class Comparison:
 @dataclass
 class ClaimResult:
     claim: Claim
-    estimates: dict[str, Estimate]  # method/condition name -> estimate over seeds
+    estimates: dict[str, Estimate]  # name -> estimate over seeds (n = 0: a paper's constant)
     ours: str  # the name in ``estimates`` that is the claim's headline value
     comparisons: list[Comparison]
     budget: str
@@ -86,7 +86,7 @@ class ClaimResult:
             "ours": {"iqm": ours.iqm, "ci_low": ours.ci_low, "ci_high": ours.ci_high},
             "estimates": {k: v.as_dict() for k, v in self.estimates.items()},
             "comparisons": [str(c) for c in self.comparisons],
-            "n_seeds": min(e.n for e in self.estimates.values()),
+            "n_seeds": min((e.n for e in self.estimates.values() if e.n), default=0),
             "budget": self.budget,
             "verdict": self.verdict,
             "coverage_complete": self.coverage_complete,
