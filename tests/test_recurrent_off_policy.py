@@ -97,7 +97,7 @@ def test_claims_verdicts_follow_the_runs():
     assert good["RO-1"].verdict == REPRODUCED
     assert good["RO-3"].verdict == REPRODUCED
     assert good["RO-7"].verdict == REPRODUCED
-    assert good["RO-4"].verdict == PARTIALLY  # 20k of the zoo's 100k steps
+    assert good["RO-4"].verdict == PARTIALLY  # 8k of the zoo's 100k steps
     assert good["RO-1"].to_row()["n_seeds"] == 5  # the paper's constants are not seeds
     bad = {r.claim.claim_id: r for r in ro.claims(cfg, fake_runs(cfg, -1200.0, -150.0))}
     assert bad["RO-1"].verdict == NOT_REPRODUCED

@@ -337,6 +337,7 @@ class TMazeParams(_Strict):
 
     lengths: list[PosInt] = Field(min_length=2)
     episodes: PosInt  # training episodes at every length
+    eval_episodes: PosInt  # deterministic-policy episodes scoring success
     methods: list[MethodName] = Field(min_length=2)
 
 

@@ -160,7 +160,8 @@ def run_job(
     from memrl.envs.registry import make
 
     seed_everything(seed)
-    algo, n_eval = parse_method(method)[0], cfg.eval_episodes
+    algo = parse_method(method)[0]
+    n_eval = cfg.tmaze.eval_episodes if length else cfg.eval_episodes
     if algo == "SAC":
         out = sac_train(env_id, cfg.sac, total_timesteps, seed, n_eval)
     elif algo == "RPPO":
@@ -548,7 +549,7 @@ def claims(
                     "With correlation horizon xi, an agent whose context K < xi fails while "
                     "one with K >= xi (or a recurrent memory) succeeds: short- vs long-term memory.",
                     "qualitative (success ~1 for K >= xi, ~0.5 (chance) for K < xi)",
-                    f"success rate of {cfg.eval_episodes} deterministic-policy episodes "
+                    f"success rate of {cfg.tmaze.eval_episodes} deterministic-policy episodes "
                     "after training",
                     True,
                 ),
