@@ -52,6 +52,7 @@ from memrl.config import load_family, load_runtime
 from memrl.experiments import episodic_control as ec
 from memrl.results import claims_table, save_claims, save_figure, save_table
 from memrl.results import output_dir as resolve_output
+from memrl.stats.curves import iqm_curves
 
 cfg = load_family("episodic_control", profile)  # validates every value before any training
 rt = load_runtime()
@@ -79,7 +80,7 @@ runs[["env", "method", "seed", "episodes", "early_return", "late_return", "memor
 # the first quarter of the budget.
 
 # %%
-curve_df = ec.curves(cfg, runs[runs.merge_radius == 0])
+curve_df = iqm_curves(runs[runs.merge_radius == 0])
 envs = list(dict.fromkeys(curve_df.env))
 fig, axes = plt.subplots(1, len(envs), figsize=(5 * len(envs), 3.8), squeeze=False)
 for ax, env in zip(axes[0], envs, strict=True):

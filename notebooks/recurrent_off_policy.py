@@ -51,6 +51,7 @@ from memrl.config import load_family, load_runtime
 from memrl.experiments import recurrent_off_policy as ro
 from memrl.results import claims_table, save_claims, save_figure, save_table
 from memrl.results import output_dir as resolve_output
+from memrl.stats.curves import iqm_curves
 
 cfg = load_family("recurrent_off_policy", profile)  # validates every value before any training
 rt = load_runtime()
@@ -100,7 +101,7 @@ runs[["env", "method", "seed", "episodes", "eval_return", "late_train_return", "
 
 # %%
 main_runs = runs[runs.length == 0]
-curve_df = ro.curves(cfg, main_runs)
+curve_df = iqm_curves(main_runs)
 envs = list(dict.fromkeys(curve_df.env))
 fig, axes = plt.subplots(1, len(envs), figsize=(4.6 * len(envs), 3.8), squeeze=False)
 for ax, env in zip(axes[0], envs, strict=True):

@@ -1,7 +1,7 @@
 import pytest
 import yaml
 
-from memrl.config import ConfigError, load_family, validate_all
+from memrl.config import ConfigError, families, load_family, read_params, validate_all
 from memrl.runtime import repo_root
 
 
@@ -28,6 +28,16 @@ def test_unknown_profile_and_family():
         load_family("experience_replay", "fast")
     with pytest.raises(ConfigError, match="unknown family 'nope'"):
         load_family("nope", "smoke")
+
+
+def test_every_family_in_params_has_a_schema_module_and_a_stage():
+    """A family is a ``memrl/params/<family>.py`` schema, a params.yaml section and a DVC stage."""
+    raw = read_params()
+    sections = {k for k in raw if k not in ("profile", "runtime")}
+    assert set(families()) == sections
+    stages = yaml.safe_load((repo_root() / "dvc.yaml").read_text())["stages"]
+    for fam in families():
+        assert f"src/memrl/params/{fam}.py" in stages[fam]["deps"]
 
 
 @pytest.mark.parametrize(

@@ -3,9 +3,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from memrl.config import ConfigError, load_family, parse_method
+from memrl.config import ConfigError, load_family
 from memrl.envs.registry import make
 from memrl.experiments import recurrent_off_policy as ro
+from memrl.params.recurrent_off_policy import parse_method
 from memrl.runtime import repo_root
 from memrl.stats.claims import NOT_REPRODUCED, PARTIALLY, REPRODUCED
 

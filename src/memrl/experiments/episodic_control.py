@@ -3,7 +3,7 @@
 :func:`run` trains every (env, method, seed) of the profile — plus MFEC at each
 aggregation radius — in parallel processes, longest jobs first, and returns one
 tidy row per run; :func:`claims` turns the table into claim rows and
-:func:`curves` into sample-efficiency curves (IQM over seeds with 95% CIs).
+:func:`memrl.stats.curves.iqm_curves` into sample-efficiency curves (IQM over seeds with 95% CIs).
 Job functions are top-level so worker processes can import them.
 """
 
@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from memrl.config import EpisodicControlParams, RuntimeParams
+from memrl.config import RuntimeParams
+from memrl.params.episodic_control import EpisodicControlParams
 from memrl.runtime import run_jobs, seed_everything
 from memrl.stats.aggregate import Estimate, iqm_ci
 from memrl.stats.claims import MATCHES, Claim, ClaimResult, Comparison
@@ -334,33 +335,6 @@ def claims(cfg: EpisodicControlParams, df: pd.DataFrame) -> list[ClaimResult]:
             )
         )
     return out
-
-
-# =========================================================================== curves
-def curves(cfg: EpisodicControlParams, df: pd.DataFrame, reps: int = 500) -> pd.DataFrame:
-    """Sample-efficiency curves: per env, method and step, IQM over seeds with a 95% CI.
-
-    Steps where some seed has not finished an episode yet are left out.
-    """
-    rows = []
-    for i, ((env, method), g) in enumerate(df.groupby(["env", "method"], sort=False)):
-        ys = np.array(g.curve.tolist(), dtype=float)
-        for j, step in enumerate(g.grid.iloc[0]):
-            col = ys[:, j]
-            if np.isnan(col).any():
-                continue
-            e = iqm_ci(col, reps=reps, seed=1000 * i + j)
-            rows.append(
-                {
-                    "env": env,
-                    "method": method,
-                    "step": step,
-                    "iqm": e.iqm,
-                    "ci_low": e.ci_low,
-                    "ci_high": e.ci_high,
-                }
-            )
-    return pd.DataFrame(rows)
 
 
 def plot_data(curve_df: pd.DataFrame) -> dict[str, pd.DataFrame]:

@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from memrl.agents.sb3 import sb3_kwargs
-from memrl.config import ExperienceReplayParams, RuntimeParams
+from memrl.config import RuntimeParams
+from memrl.params.experience_replay import ExperienceReplayParams
 from memrl.runtime import repo_root, run_jobs, seed_everything
 from memrl.stats.aggregate import Estimate, iqm, iqm_ci
 from memrl.stats.claims import Claim, ClaimResult, Comparison

@@ -4,7 +4,7 @@
 (length, method, seed) in parallel processes, longest jobs first, and returns
 one tidy row per run; :func:`benchmark` times FFM against a GRU (the FFM
 paper's training-time claim); :func:`claims` turns both into claim rows and
-:func:`curves` into learning curves (IQM over seeds with 95% CIs). Job functions
+:func:`memrl.stats.curves.iqm_curves` into learning curves (IQM over seeds with 95% CIs). Job functions
 are top-level so worker processes can import them.
 
 Methods are named ``SAC`` (SB3, an MLP with no memory), ``RPPO`` (sb3-contrib
@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from memrl.config import RecurrentOffPolicyParams, RuntimeParams, parse_method
+from memrl.config import RuntimeParams
+from memrl.params.recurrent_off_policy import RecurrentOffPolicyParams, parse_method
 from memrl.runtime import run_jobs, seed_everything
 from memrl.stats.aggregate import Estimate, iqm_ci
 from memrl.stats.claims import MATCHES, Claim, ClaimResult, Comparison
@@ -566,27 +567,6 @@ def claims(
             )
         )
     return out
-
-
-# =========================================================================== curves
-def curves(cfg: RecurrentOffPolicyParams, df: pd.DataFrame, reps: int = 500) -> pd.DataFrame:
-    """Learning curves: per env, method and step, IQM over seeds with a 95% CI.
-
-    Steps where some seed has not finished an episode yet are left out.
-    """
-    rows = []
-    for i, ((env, method), g) in enumerate(df.groupby(["env", "method"], sort=False)):
-        ys = np.array(g.curve.tolist(), dtype=float)
-        for j, step in enumerate(g.grid.iloc[0]):
-            col = ys[:, j]
-            if np.isnan(col).any():
-                continue
-            e = iqm_ci(col, reps=reps, seed=1000 * i + j)
-            rows.append(
-                {"env": env, "method": method, "step": step,
-                 "iqm": e.iqm, "ci_low": e.ci_low, "ci_high": e.ci_high}
-            )  # fmt: skip
-    return pd.DataFrame(rows)
 
 
 def tmaze_success(cfg: RecurrentOffPolicyParams, df: pd.DataFrame) -> pd.DataFrame:

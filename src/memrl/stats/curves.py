@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import pandas as pd
+
+from memrl.stats.aggregate import iqm_ci
 
 
 def episode_curve(
@@ -34,3 +37,26 @@ def window_mean(
     rets = np.asarray(episode_returns, dtype=np.float64)
     sel = rets[(ends > start) & (ends <= stop)]
     return float(sel.mean()) if sel.size else float("nan")
+
+
+def iqm_curves(
+    runs: pd.DataFrame, by: Sequence[str] = ("env", "method"), reps: int = 500
+) -> pd.DataFrame:
+    """Learning curves over seeds: per ``by`` group and grid step, the IQM with a 95% CI.
+
+    ``runs`` has one row per seed with a ``curve`` (values on ``grid``) and its ``grid``.
+    Steps where some seed has not finished an episode yet (NaN) are left out.
+    """
+    rows = []
+    for i, (key, g) in enumerate(runs.groupby(list(by), sort=False)):
+        ys = np.array(g.curve.tolist(), dtype=float)
+        for j, step in enumerate(g.grid.iloc[0]):
+            col = ys[:, j]
+            if np.isnan(col).any():
+                continue
+            e = iqm_ci(col, reps=reps, seed=1000 * i + j)
+            rows.append(
+                {**dict(zip(by, key, strict=True)), "step": step,
+                 "iqm": e.iqm, "ci_low": e.ci_low, "ci_high": e.ci_high}
+            )  # fmt: skip
+    return pd.DataFrame(rows)

@@ -1,0 +1,100 @@
+"""Schema of the ``experience_replay`` section of ``params.yaml`` (Q-learning with replay, PER, HER, replay across experiments).
+
+Loaded by :func:`memrl.config.load_family`, which finds it by the family's name:
+a family's schema lives in its own module so that changing it reruns only that
+family's DVC stage.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from memrl.config import DQNParams, EnvId, NonNegInt, PosFloat, PosInt, Prob, SACParams, StrictModel
+
+
+class QReplayParams(StrictModel):
+    """Tabular Q-learning with experience replay (Szlak & Shamir 2021)."""
+
+    n_states: PosInt
+    p_forward: Annotated[float, Field(gt=0, le=1)]
+    gamma: Annotated[float, Field(gt=0, lt=1)]
+    lr_exponent: Annotated[float, Field(gt=0.5, le=1)]
+    env_steps: PosInt
+    eval_every: PosInt
+    replay_counts: list[NonNegInt] = Field(min_length=1)
+    replay_every: list[PosInt] = Field(min_length=1)
+
+
+class CliffwalkParams(StrictModel):
+    """Blind Cliffwalk (Schaul et al. 2016, Fig. 1)."""
+
+    n_states: list[Annotated[int, Field(ge=2, le=20, strict=True)]] = Field(min_length=2)
+    lr: PosFloat
+    alpha: Annotated[float, Field(ge=0)]
+    epsilon: PosFloat
+    mse_threshold: PosFloat
+    max_updates: PosInt
+
+
+class PerDQNParams(StrictModel):
+    env_id: EnvId
+    total_timesteps: PosInt
+    eval_episodes: PosInt
+    alpha: Annotated[float, Field(ge=0)]
+    beta0: Prob
+    lr_scale: PosFloat
+    dqn: DQNParams
+
+
+class HerParams(StrictModel):
+    n_bits: list[PosInt] = Field(min_length=1)
+    steps_per_bit: PosInt
+    n_sampled_goal: PosInt
+    goal_selection_strategy: Literal["future", "final", "episode"]
+    eval_episodes: PosInt
+    success_threshold: Prob
+    dqn: DQNParams
+
+
+class PriorDataParams(StrictModel):
+    """The 'previous experiment' whose replay RaE reuses (tracked by data.dvc)."""
+
+    path: str
+    seed: NonNegInt
+    total_timesteps: PosInt
+
+
+class RaEParams(StrictModel):
+    env_id: EnvId
+    total_timesteps: PosInt
+    eval_episodes: PosInt
+    prior_fraction: Annotated[float, Field(gt=0, lt=1)]
+    early_fraction: Annotated[float, Field(gt=0, lt=1)]
+    small_fraction: Annotated[float, Field(gt=0, lt=1)]
+    sac: SACParams
+
+
+class ExperienceReplayParams(StrictModel):
+    seeds: Annotated[int, Field(ge=2, strict=True)]
+    bootstrap_reps: PosInt
+    q_replay: QReplayParams
+    cliffwalk: CliffwalkParams
+    per_dqn: PerDQNParams
+    her: HerParams
+    prior_data: PriorDataParams
+    rae: RaEParams
+
+    @model_validator(mode="after")
+    def _budgets_fit(self) -> ExperienceReplayParams:
+        if self.per_dqn.dqn.learning_starts >= self.per_dqn.total_timesteps:
+            raise ValueError("per_dqn.dqn.learning_starts must be below per_dqn.total_timesteps")
+        if self.rae.sac.learning_starts >= self.rae.total_timesteps:
+            raise ValueError("rae.sac.learning_starts must be below rae.total_timesteps")
+        if self.q_replay.eval_every > self.q_replay.env_steps:
+            raise ValueError("q_replay.eval_every must not exceed q_replay.env_steps")
+        return self
+
+
+FAMILY_PARAMS = ExperienceReplayParams

@@ -1,0 +1,143 @@
+"""Schema of the ``recurrent_off_policy`` section of ``params.yaml`` (recurrent SAC/TD3, RecurrentPPO, FFM, T-Maze).
+
+Loaded by :func:`memrl.config.load_family`, which finds it by the family's name:
+a family's schema lives in its own module so that changing it reruns only that
+family's DVC stage.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field, model_validator
+
+from memrl.config import EnvId, NonNegInt, PosFloat, PosInt, Prob, SACParams, StrictModel
+
+_CORES = {"GRU": "gru", "LSTM": "lstm", "FFM": "ffm", "window": "window"}
+_METHOD = re.compile(r"^(SAC|RPPO|(RSAC|RTD3|SACD)-(GRU|LSTM|FFM|window)(-shared)?)$")
+
+
+def _method_name(name: str) -> str:
+    if not _METHOD.match(name):
+        raise ValueError(
+            f"unknown method '{name}': use SAC (SB3, no memory), RPPO (sb3-contrib), or "
+            "<RSAC|RTD3|SACD>-<GRU|LSTM|FFM|window>[-shared], e.g. RSAC-LSTM or RTD3-GRU-shared"
+        )
+    return name
+
+
+MethodName = Annotated[str, AfterValidator(_method_name)]
+
+
+def parse_method(name: str) -> tuple[str, str | None, bool]:
+    """``"RSAC-LSTM-shared"`` -> ``("RSAC", "lstm", True)``; ``"SAC"`` -> ``("SAC", None, False)``."""
+    parts = _method_name(name).split("-")
+    core = _CORES[parts[1]] if len(parts) > 1 else None
+    return parts[0], core, parts[-1] == "shared"
+
+
+class RecurrentParams(StrictModel):
+    """Recurrent SAC / TD3 / SAC-discrete (the method name sets ``core`` and ``shared_encoder``)."""
+
+    core: Literal["gru", "lstm", "ffm", "window"] = "lstm"
+    shared_encoder: bool = False
+    hidden_size: PosInt
+    head: list[PosInt] = Field(min_length=1)
+    learning_rate: PosFloat
+    gamma: Annotated[float, Field(gt=0, le=1)]
+    tau: Annotated[float, Field(gt=0, le=1)]
+    buffer_size: PosInt
+    seq_len: PosInt
+    batch_size: PosInt
+    learning_starts: NonNegInt
+    train_freq: PosInt
+    gradient_steps: PosInt
+    context: PosInt = 4  # window core: frames seen (the current one and K - 1 before)
+    ffm_memory: PosInt = 8  # FFM: trace size m
+    ffm_context: PosInt = 4  # FFM: frequencies c
+    expl_noise: Annotated[float, Field(ge=0)] = 0.1  # TD3 (Fujimoto et al. 2018)
+    target_noise: Annotated[float, Field(ge=0)] = 0.2
+    noise_clip: Annotated[float, Field(ge=0)] = 0.5
+    policy_delay: PosInt = 2
+    target_entropy_ratio: Prob = 0.98  # SAC-discrete (Christodoulou 2019)
+
+
+class RecurrentPPOParams(StrictModel):
+    """sb3-contrib RecurrentPPO keyword arguments (rl-zoo ``ppo_lstm.yml``)."""
+
+    n_envs: PosInt
+    n_steps: PosInt
+    batch_size: PosInt
+    n_epochs: PosInt
+    learning_rate: PosFloat
+    gamma: Annotated[float, Field(gt=0, le=1)]
+    gae_lambda: Prob
+    clip_range: PosFloat
+    ent_coef: Annotated[float, Field(ge=0)]
+    lstm_hidden_size: PosInt
+    net_arch: list[PosInt] = Field(min_length=1)
+
+
+class ROEnvParams(StrictModel):
+    """One POMDP of the recurrent off-policy family and the methods run on it."""
+
+    env_id: EnvId
+    total_timesteps: PosInt
+    methods: list[MethodName] = Field(min_length=1)
+
+
+class TMazeParams(StrictModel):
+    """Passive T-Maze sweep (Cherepanov et al.): success against corridor length."""
+
+    lengths: list[PosInt] = Field(min_length=2)
+    episodes: PosInt  # training episodes at every length
+    eval_episodes: PosInt  # deterministic-policy episodes scoring success
+    methods: list[MethodName] = Field(min_length=2)
+
+
+class RecurrentOffPolicyParams(StrictModel):
+    seeds: Annotated[int, Field(ge=2, strict=True)]
+    bootstrap_reps: PosInt
+    curve_points: Annotated[int, Field(ge=2, strict=True)]
+    eval_episodes: PosInt  # deterministic-policy episodes after training: the claims' score
+    near_optimal: dict[str, float]  # env id -> return counted as "near-optimal"
+    envs: list[ROEnvParams] = Field(min_length=1)
+    tmaze: TMazeParams
+    rsac: RecurrentParams
+    rtd3: RecurrentParams
+    sacd: RecurrentParams
+    sac: SACParams
+    rppo: RecurrentPPOParams
+    benchmark: dict[str, PosInt]  # FFM vs GRU timing: batch, steps, inputs, hidden, repeats
+
+    def agent_params(self, method: str) -> RecurrentParams:
+        """The hyperparameters of a recurrent method, its core and encoder sharing set."""
+        algo, core, shared = parse_method(method)
+        block = {"RSAC": self.rsac, "RTD3": self.rtd3, "SACD": self.sacd}[algo]
+        return block.model_copy(update={"core": core, "shared_encoder": shared})
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RecurrentOffPolicyParams:
+        ids = [e.env_id for e in self.envs]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"envs lists an env twice: {ids}")
+        for e in self.envs:
+            for m in e.methods:
+                algo = parse_method(m)[0]
+                if algo in ("RSAC", "RTD3", "SAC", "SACD"):
+                    hp = self.sac if algo == "SAC" else self.agent_params(m)
+                    if hp.learning_starts >= e.total_timesteps:
+                        raise ValueError(f"{m}: learning_starts must be below {e.env_id}'s budget")
+        if max(self.tmaze.lengths) > self.sacd.seq_len:
+            raise ValueError(
+                f"sacd.seq_len ({self.sacd.seq_len}) must cover the longest T-Maze "
+                f"({max(self.tmaze.lengths)} steps): windows start from a zero memory"
+            )
+        missing = {"batch", "steps", "inputs", "hidden", "repeats"} - set(self.benchmark)
+        if missing:
+            raise ValueError(f"benchmark needs {sorted(missing)}")
+        return self
+
+
+FAMILY_PARAMS = RecurrentOffPolicyParams
