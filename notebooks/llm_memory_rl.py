@@ -1,0 +1,161 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # LLM memory RL: can reinforcement learning shape what a frozen LLM remembers?
+#
+# **REMEMBERER** (Zhang et al. 2023) keeps the LLM frozen and gives it an *experience
+# memory*: records of (task, page, action) with Q-values that reinforcement learning updates
+# after every episode. At each step the two most similar records are shown as exemplars,
+# with the action to *encourage* (highest Q) and one to *discourage*. The claims:
+#
+# 1. (success rate) and 2. (score): RLEM beats static exemplars, which beat the LLM alone;
+# 3. the gain holds across two initial memories and two training sets;
+# 4. n-step bootstrapping and discouraged actions both matter (ablations).
+#
+# **AgentFly / Memento** (2025) keeps a *case bank* of past (task, plan, outcome) and shows
+# the agent K = 4 cases chosen by similarity (non-parametric) or by a Q(s, c) learned from
+# the outcomes of the cases it used (parametric):
+#
+# 5. parametric ≥ non-parametric ≥ no memory, and 6. with memory the agent improves over
+#    iterations on the same tasks.
+#
+# WebShop is not installable offline, so the shop is generated (`memrl.envs.shop`): search,
+# a results page, item pages with options, buy; the reward is WebShop's attribute / option /
+# price matching score in [0, 1], success is reward 1. The LLM is SmolLM2-135M-Instruct on the
+# `default` profile (a random 2-layer GPT-2 on `smoke`, which exercises the code but knows no
+# language). It picks an action by scoring every admissible action's log-likelihood after the
+# prompt (`memrl.llm.scoring`), with the prompt's KV cache shared across candidates and the
+# instructions and exemplars cached across steps. This notebook runs
+# `memrl.experiments.llm_memory_rl`, plots it and states the verdicts; the defaults below are
+# the quick `smoke` profile, and `dvc repro` runs it with the profile named in `params.yaml`.
+
+# %% tags=["parameters"]
+profile = "smoke"  # smoke | default | paper (see params.yaml)
+output_dir = ""  # "" writes to a scratch folder; the DVC stage passes results/llm_memory_rl
+
+# %%
+import matplotlib.pyplot as plt
+
+from memrl import plots
+from memrl.config import load_family, load_runtime
+from memrl.experiments import llm_memory_rl as lm
+from memrl.results import claims_table, save_claims, save_figure, save_table
+from memrl.results import output_dir as resolve_output
+
+cfg = load_family("llm_memory_rl", profile)  # validates every value before any run
+rt = load_runtime()
+out = resolve_output(output_dir)
+products, splits = lm.load_tasks(cfg)
+print(f"profile={profile}  model={cfg.llm.model}  runs={cfg.seeds}  workers={rt.workers}")
+print(f"catalogue: {len(products)} products; tasks: "
+      + ", ".join(f"{k} {len(v)}" for k, v in splits.items()))  # fmt: skip
+print("an instruction:", splits["test"][0].instruction)
+
+# %% [markdown]
+# ## Every run
+#
+# One call plays every job, two processes at a time. REMEMBERER: run *r* starts from initial
+# memory *r* mod 2 and trains on training set ⌊*r*/2⌋ mod 2 for the paper's 3 epochs over 10
+# tasks, then plays the test tasks without learning. AgentFly: every seed plays the same
+# tasks for several iterations, writing each episode back as a case. Final memories and case
+# banks are saved as JSON under `memories/`.
+
+# %%
+runs, fly = lm.run(cfg, rt, memory_dir=str(out / "memories"))
+runs[["condition", "run", "init_memory", "train_set", "test_success", "test_score",
+      "memory_records", "decisions", "seconds"]]  # fmt: skip
+
+# %% [markdown]
+# ## Success over training epochs
+#
+# Success rate and score on the training tasks in each epoch, while the memory learns (each
+# thin line one run, the thick line their mean).
+
+# %%
+curves = lm.training_curves(runs)
+fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+for ax, metric in zip(axes, ["success", "score"], strict=True):
+    for i, (cond, g) in enumerate(curves.groupby("condition", sort=False)):
+        color = f"C{i}"
+        for _, r in g.groupby("run"):
+            ax.plot(r.epoch, r[metric], color=color, alpha=0.3, lw=1)
+        m = g.groupby("epoch")[metric].mean()
+        ax.plot(m.index, m.values, color=color, lw=2.5, marker="o", label=cond)
+    ax.set(xlabel="training epoch", ylabel=f"training {metric}", xticks=sorted(set(curves.epoch)))
+    ax.grid(alpha=0.3)
+axes[0].legend(fontsize=8)
+fig.tight_layout()
+save_figure(fig, out / "figures" / "training_epochs.png")
+
+# %% [markdown]
+# ## Test performance per condition
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+for ax, metric in zip(axes, ["test_success", "test_score"], strict=True):
+    labels = [lm.LABELS[c] for c in dict.fromkeys(runs.condition)]
+    data = [runs[runs.condition == c][metric].values for c in dict.fromkeys(runs.condition)]
+    ax.boxplot(data, tick_labels=labels, showmeans=True)
+    ax.set(ylabel=metric.replace("_", " "), ylim=(-0.05, 1.05))
+    ax.tick_params(axis="x", rotation=20)
+    ax.grid(alpha=0.3, axis="y")
+fig.tight_layout()
+save_figure(fig, out / "figures" / "test_performance.png")
+
+# %% [markdown]
+# ## AgentFly: results over iterations
+#
+# Left: each iteration's mean score; right: the best score reached on each task so far (the
+# cumulative view AgentFly reports). Thin lines are seeds, thick lines their mean.
+
+# %%
+iters = lm.iteration_curves(fly)
+fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+for ax, metric in zip(axes, ["score", "best_score"], strict=True):
+    for i, (cond, g) in enumerate(iters.groupby("condition", sort=False)):
+        for _, r in g.groupby("run"):
+            ax.plot(r.iteration, r[metric], color=f"C{i}", alpha=0.3, lw=1)
+        m = g.groupby("iteration")[metric].mean()
+        ax.plot(m.index, m.values, color=f"C{i}", lw=2.5, marker="o", label=cond)
+    ax.set(xlabel="iteration", ylabel=metric.replace("_", " "), xticks=sorted(set(iters.iteration)))
+    ax.grid(alpha=0.3)
+axes[0].legend(fontsize=8)
+fig.tight_layout()
+save_figure(fig, out / "figures" / "agentfly_iterations.png")
+
+# %% [markdown]
+# ## Claims
+#
+# Verdicts come from the runs by one rule (`memrl.stats.claims.VERDICT_RULE`); nothing here
+# is typed in.
+
+# %%
+rows = lm.claims(cfg, runs) + lm.agentfly_claims(cfg, fly)
+fig = plots.claim_intervals(rows)
+save_figure(fig, out / "figures" / "claims.png")
+save_table(runs, out / "runs" / "runs.csv")
+save_table(fly, out / "runs" / "agentfly.csv")
+save_table(
+    curves.groupby(["epoch", "condition"], sort=False).score.mean().unstack().reset_index(),
+    out / "plots" / "training_epochs.csv",
+)
+save_table(
+    iters.groupby(["iteration", "condition"], sort=False).best_score.mean().unstack().reset_index(),
+    out / "plots" / "agentfly_iterations.csv",
+)
+save_claims(out, lm.FAMILY, rows)
+
+# %%
+# NBVAL_CHECK_OUTPUT
+print(claims_table(rows).to_string())

@@ -1,0 +1,94 @@
+"""Schema of the ``llm_memory_rl`` section of ``params.yaml`` (REMEMBERER, AgentFly, Memory-R1).
+
+Loaded by :func:`memrl.config.load_family`, which finds it by the family's name:
+a family's schema lives in its own module so that changing it reruns only that
+family's DVC stage.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from memrl.config import NonNegInt, PosInt, StrictModel
+
+RLEM_CONDITIONS = ("llm", "static", "rlem", "rlem_no_bootstrap", "rlem_no_discouraged")
+
+
+class LLMParams(StrictModel):
+    """The frozen LLM and the retrieval encoder."""
+
+    model: str = Field(min_length=1)  # smollm2 | tiny-random | local folder | HF id in the cache
+    device: str = "auto"
+    temperature: Annotated[float, Field(ge=0)]  # softmax over candidate log-likelihoods
+    embedder: Literal["minilm", "hashing"]
+
+
+class ShopDataParams(StrictModel):
+    """The generated WebShop-like catalogue and task splits (data/, tracked by data.dvc)."""
+
+    path: str
+    seed: NonNegInt
+    per_category: PosInt
+    n_test: PosInt
+    n_train: PosInt
+    n_init: Annotated[int, Field(ge=2, strict=True)]
+
+
+class ShopEnvParams(StrictModel):
+    max_steps: PosInt
+    n_results: PosInt
+
+
+class RLEMParams(StrictModel):
+    """REMEMBERER / RLEM (Zhang et al. 2023)."""
+
+    conditions: list[Literal[RLEM_CONDITIONS]] = Field(min_length=1)  # type: ignore[valid-type]
+    test_tasks: PosInt
+    epochs: PosInt
+    n_step: PosInt
+    gamma: Annotated[float, Field(gt=0, le=1)]
+    capacity: PosInt
+    exemplars: PosInt
+
+
+class AgentFlyParams(StrictModel):
+    """AgentFly / Memento (2025): case-based memory with non-parametric or parametric selection."""
+
+    conditions: list[Literal["none", "nonparametric", "parametric"]] = Field(min_length=1)
+    tasks: PosInt  # the first `tasks` test tasks, replayed every iteration
+    iterations: PosInt  # paper: 5
+    k: PosInt  # cases in the prompt (paper: 4)
+    q_learning_rate: Annotated[float, Field(gt=0)]
+    q_epochs: PosInt  # passes over Q's examples after each episode
+
+
+class LLMMemoryRLParams(StrictModel):
+    # run r uses initial memory r % 2 and training set (r // 2) % 2: 4 runs cover all combos
+    seeds: Annotated[int, Field(ge=2, strict=True)]
+    bootstrap_reps: PosInt
+    llm: LLMParams
+    shop_data: ShopDataParams
+    shop: ShopEnvParams
+    rlem: RLEMParams
+    agentfly: AgentFlyParams
+
+    @model_validator(mode="after")
+    def _consistent(self) -> LLMMemoryRLParams:
+        if self.rlem.test_tasks > self.shop_data.n_test:
+            raise ValueError(
+                f"rlem.test_tasks ({self.rlem.test_tasks}) exceeds the generated test split "
+                f"(shop_data.n_test = {self.shop_data.n_test})"
+            )
+        if self.agentfly.tasks > self.shop_data.n_test:
+            raise ValueError(
+                f"agentfly.tasks ({self.agentfly.tasks}) exceeds the generated test split "
+                f"(shop_data.n_test = {self.shop_data.n_test})"
+            )
+        if "rlem" not in self.rlem.conditions:
+            raise ValueError("rlem.conditions must include 'rlem' (the method under test)")
+        return self
+
+
+FAMILY_PARAMS = LLMMemoryRLParams

@@ -1,0 +1,336 @@
+"""LLM memory RL: shop env and reward, experience memory (Q update, retrieval, files),
+prompts, and the KV-cached scorer against a plain forward pass."""
+
+import json
+
+import numpy as np
+import pytest
+import torch as th
+import yaml
+
+from memrl.agents.rlem import PREFIX, RLEMAgent, build_prompt, exemplar_text
+from memrl.config import ConfigError, load_family
+from memrl.envs.shop import (
+    Product,
+    ShopEnv,
+    ShopTask,
+    expert_actions,
+    generate_shop,
+    load_shop,
+    save_shop,
+    shop_reward,
+)
+from memrl.llm.embeddings import Embedder, cosine
+from memrl.llm.models import load_model
+from memrl.llm.scoring import LLMScorer
+from memrl.memory.experience import ExperienceMemory, MemoryFileError, Record, Step
+from memrl.runtime import repo_root
+
+
+@pytest.fixture(scope="module")
+def shop():
+    return generate_shop(seed=0, per_category=4, n_test=6, n_train=3, n_init=4)
+
+
+@pytest.fixture(scope="module")
+def scorer():
+    th.set_num_threads(1)
+    return LLMScorer(load_model("tiny-random"), context_cache=2)
+
+
+# --------------------------------------------------------------------------- shop
+def _task(**kw):
+    base = dict(tid="T", instruction="i", department="beauty", category="shampoo",
+                attributes=("organic", "vegan"), options={"size": "8 oz"}, max_price=20.0)  # fmt: skip
+    return ShopTask(**{**base, **kw})
+
+
+def _product(**kw):
+    base = dict(pid="P", title="t", department="beauty", category="shampoo",
+                attributes=("organic", "vegan", "travel size"), options={"size": ("2 oz", "8 oz")},
+                price=10.0)  # fmt: skip
+    return Product(**{**base, **kw})
+
+
+def test_reward_is_webshop_matching_score():
+    t = _task()
+    assert shop_reward(t, _product(), {"size": "8 oz"}) == 1.0
+    assert shop_reward(t, _product(), {}) == pytest.approx(3 / 4)  # option not chosen
+    assert shop_reward(t, _product(price=25.0), {"size": "8 oz"}) == pytest.approx(3 / 4)
+    assert shop_reward(t, _product(attributes=("organic",)), {"size": "8 oz"}) == pytest.approx(
+        3 / 4
+    )
+    # product type: same department 0.5, another department 0.1
+    assert shop_reward(t, _product(category="lip balm"), {"size": "8 oz"}) == pytest.approx(0.5)
+    other = _product(department="grocery", category="coffee")
+    assert shop_reward(t, other, {"size": "8 oz"}) == pytest.approx(0.1)
+
+
+def test_generation_is_deterministic_with_disjoint_splits(shop, tmp_path):
+    products, splits = shop
+    again = generate_shop(seed=0, per_category=4, n_test=6, n_train=3, n_init=4)
+    assert again == shop
+    assert {k: len(v) for k, v in splits.items()} == {
+        "test": 6,
+        "train_a": 3,
+        "train_b": 3,
+        "init": 4,
+    }
+    texts = [t.instruction for v in splits.values() for t in v]
+    ids = [t.tid for v in splits.values() for t in v]
+    assert len(set(ids)) == len(ids)
+    assert len(set(texts)) == len(texts)
+    assert len({p.title for p in products}) == len(products)
+    save_shop(tmp_path, products, splits)
+    assert load_shop(tmp_path) == shop
+    with pytest.raises(FileNotFoundError, match="make data"):
+        load_shop(tmp_path / "nope")
+
+
+def test_env_pages_actions_and_expert(shop):
+    products, splits = shop
+    env = ShopEnv(products, max_steps=8, n_results=5)
+    task = splits["test"][0]
+    obs, info = env.reset(options={"task": task})
+    assert info["page"] == "search" and all(a.startswith("search[") for a in info["admissible"])
+    with pytest.raises(ValueError, match="inadmissible"):
+        env.step("click[buy now]")
+    obs, r, done, trunc, info = env.step(info["admissible"][0])
+    assert info["page"] == "results" and len(info["admissible"]) == 6 and r == 0 and not done
+    # the expert reaches the best reward among the results of its query
+    acts = expert_actions(env, task)
+    env.reset(options={"task": task})
+    for a in acts:
+        obs, r, done, trunc, info = env.step(a)
+    assert done and acts[-1] == "click[buy now]" and 0 < r <= 1
+    # an episode that never buys is truncated after max_steps with reward 0
+    env.reset(options={"task": task})
+    for i in range(8):
+        obs, r, done, trunc, info = env.step("search[" + task.queries[0] + "]" if i % 2 == 0
+                                             else "click[back to search]")  # fmt: skip
+    assert trunc and not done and r == 0
+    with pytest.raises(ValueError, match="options"):
+        env.reset()
+
+
+# --------------------------------------------------------------------------- memory
+def _steps(rewards, instr="buy shampoo", pages=("search", "results", "item")):
+    return [
+        Step(instr, pages[min(i, len(pages) - 1)], f"obs {i}", (f"a{i}", f"b{i}"), f"a{i}", r)
+        for i, r in enumerate(rewards)
+    ]
+
+
+def test_q_update_one_step_bootstrap_and_running_mean():
+    mem = ExperienceMemory(n_step=1, gamma=1.0)
+    mem.update(_steps([0.0, 0.0, 1.0]))
+    # last to first: the final reward reaches the first step through the bootstraps
+    qs = [mem.records[("buy shampoo", f"obs {i}")].q[f"a{i}"] for i in range(3)]
+    assert qs == [1.0, 1.0, 1.0]
+    mem.update(_steps([0.0, 0.0, 0.0]))  # second visit: alpha = 1/2
+    qs = [mem.records[("buy shampoo", f"obs {i}")].q[f"a{i}"] for i in range(3)]
+    # step 2: 1 + (0 - 1)/2; step 1: 1 + (0 + 0.5 - 1)/2; step 0: 1 + (0 + 0.75 - 1)/2
+    assert qs == pytest.approx([0.875, 0.75, 0.5])
+    assert mem.records[("buy shampoo", "obs 0")].n["a0"] == 2
+
+
+def test_q_update_n_step_and_no_bootstrap():
+    mem = ExperienceMemory(n_step=2, gamma=0.5)
+    steps = _steps([0.0, 1.0, 0.0, 2.0])
+    mem.update(steps)
+    q = lambda i: mem.records[("buy shampoo", f"obs {i}")].q[f"a{i}"]  # noqa: E731
+    assert q(3) == 2.0
+    assert q(2) == pytest.approx(0.0 + 0.5 * 2.0)
+    assert q(1) == pytest.approx(1.0 + 0.5 * 0.0 + 0.25 * q(3))
+    assert q(0) == pytest.approx(0.0 + 0.5 * 1.0 + 0.25 * q(2))
+    nb = ExperienceMemory(n_step=1, gamma=1.0, bootstrap=False)
+    nb.update(_steps([0.0, 0.0, 1.0]))
+    assert [nb.records[("buy shampoo", f"obs {i}")].q[f"a{i}"] for i in range(3)] == [0, 0, 1]
+
+
+def test_retrieval_similarity_is_half_page_half_instruction():
+    emb = Embedder("hashing")
+    mem = ExperienceMemory()
+    mem.update(_steps([1.0], instr="organic shampoo in 8 oz", pages=("item",)))
+    mem.update(_steps([1.0], instr="wireless headphones in black", pages=("search",)))
+    # same page type wins over a closer instruction on another page
+    got = mem.retrieve("wireless headphones in red", "item", 1, emb.embed)
+    assert got[0].instruction == "organic shampoo in 8 oz"
+    got = mem.retrieve("wireless headphones in red", "search", 2, emb.embed)
+    assert [r.instruction for r in got] == [
+        "wireless headphones in black",
+        "organic shampoo in 8 oz",
+    ]
+    e = emb.embed(["a b c", "a b c", "x y z"])
+    assert cosine(e[:1], e[1:2])[0, 0] == pytest.approx(1.0, abs=1e-6)
+    assert cosine(e[:1], e[2:])[0, 0] < 0.5
+
+
+def test_memory_saves_and_reloads_identically_and_rejects_corrupt_files(tmp_path):
+    mem = ExperienceMemory(capacity=10, n_step=2, gamma=0.9)
+    mem.update(_steps([0.0, 0.5, 1.0]))
+    p = tmp_path / "m.json"
+    mem.save(p)
+    back = ExperienceMemory.load(p)
+    assert back.to_json() == mem.to_json()
+    p.write_text(p.read_text()[:-20])
+    with pytest.raises(MemoryFileError, match="not valid JSON"):
+        ExperienceMemory.load(p)
+    p.write_text(json.dumps({"format": "other"}))
+    with pytest.raises(MemoryFileError, match="not an experience memory"):
+        ExperienceMemory.load(p)
+    p.write_text(json.dumps({**mem.to_json(), "records": [{"page": "x"}]}))
+    with pytest.raises(MemoryFileError, match="malformed"):
+        ExperienceMemory.load(p)
+    with pytest.raises(MemoryFileError, match="not found"):
+        ExperienceMemory.load(tmp_path / "missing.json")
+
+
+def test_capacity_forgets_oldest_records():
+    mem = ExperienceMemory(capacity=2)
+    mem.update(_steps([0.0, 0.0, 1.0]))
+    assert len(mem) == 2 and ("buy shampoo", "obs 0") not in mem.records
+
+
+# --------------------------------------------------------------------------- prompts
+def test_exemplar_shows_encouraged_and_discouraged_actions():
+    rng = np.random.default_rng(0)
+    rec = Record("buy tea", "item", "[item page] tea", ("click[a]", "click[b]", "click[buy now]"))
+    rec.q.update({"click[buy now]": 0.8, "click[a]": 0.1})
+    rec.n.update({"click[buy now]": 2, "click[a]": 1})
+    text = exemplar_text(rec, rng)
+    assert "Instruction: buy tea\nPage: [item page] tea\n" in text
+    assert "Encouraged: click[buy now] -> 0.8\nDiscouraged: click[a] -> 0.1\n" in text
+    assert "Discouraged" not in exemplar_text(rec, rng, discouraged=False)
+    # nothing positive yet: a random admissible action is encouraged with a small value
+    rec2 = Record(
+        "buy tea", "item", "p", ("click[a]", "click[b]"), {"click[a]": 0.0}, {"click[a]": 1}
+    )
+    enc = exemplar_text(rec2, rng).split("Encouraged: ")[1].split("\n")[0]
+    assert enc.split(" -> ")[0] in rec2.admissible and 0 <= float(enc.split(" -> ")[1]) <= 0.5
+    prompt = build_prompt("buy tea", "[search page]")
+    assert prompt == "Instruction: buy tea\nPage: [search page]\nEncouraged:"
+
+
+def test_agent_modes_and_learning(shop, scorer):
+    products, splits = shop
+    env = ShopEnv(products, max_steps=6)
+    emb = Embedder("hashing")
+    with pytest.raises(ValueError, match="unknown mode"):
+        RLEMAgent(scorer, emb, None, "oracle", np.random.default_rng(0))
+    with pytest.raises(ValueError, match="needs a memory"):
+        RLEMAgent(scorer, emb, None, "rlem", np.random.default_rng(0))
+    mem = ExperienceMemory()
+    agent = RLEMAgent(scorer, emb, mem, "rlem", np.random.default_rng(0))
+    res = agent.run_episode(env, splits["train_a"][0], learn=True)
+    assert len(mem) > 0 and res.steps == len(res.actions) and agent.decisions == res.steps
+    n = len(mem)
+    agent.run_episode(env, splits["test"][0], learn=False)
+    assert len(mem) == n  # testing never writes to the memory
+    assert PREFIX.endswith("\n\n")
+
+
+# --------------------------------------------------------------------------- scorer
+def _reference(lm, prefix, context, prompt, cands):
+    tok = lm.tokenizer
+    ids = lambda s: tok(s, add_special_tokens=False)["input_ids"]  # noqa: E731
+    out = []
+    for c in cands:
+        p, cc = ids(prefix) + ids(context) + ids(prompt), ids(c)
+        with th.no_grad():
+            lp = lm.model(th.tensor([p + cc])).logits[0].log_softmax(-1)
+        out.append(np.mean([lp[len(p) + k - 1, cc[k]].item() for k in range(len(cc))]))
+    return np.array(out)
+
+
+def test_cached_batched_scoring_equals_plain_forward_passes(scorer):
+    lm = load_model("tiny-random")
+    prefix, cands = "You shop.\n", [" search[tea]", " click[buy now]", " c"]
+    for context in ["ex one\n", "", "ex two\n", "ex one\n", "ex three\n"]:
+        for prompt in ["Page: 1\nEncouraged:", "Page: 22\nEncouraged:"]:
+            got = scorer.score(prefix, prompt, cands, context)
+            assert got == pytest.approx(_reference(lm, prefix, context, prompt, cands), abs=1e-5)
+    assert len(scorer._contexts) <= 2
+    with pytest.raises(ValueError, match="no candidate"):
+        scorer.score(prefix, "x", [])
+    rng = np.random.default_rng(0)
+    s = scorer.score(prefix, "x", cands)
+    assert scorer.choose(prefix, "x", cands, 0.0, rng) == int(np.argmax(s))
+
+
+def test_missing_model_fails_with_the_fix():
+    from memrl.llm.models import ModelNotFoundError, ensure_model
+
+    with pytest.raises(ModelNotFoundError, match="nothing is downloaded"):
+        load_model("/nonexistent/model-folder")
+    with pytest.raises(ModelNotFoundError, match="nothing is downloaded"):
+        ensure_model("no-such-org/no-such-model")
+    ensure_model("tiny-random")  # built from a config: always there
+
+
+# --------------------------------------------------------------------------- params
+def _write(tmp_path, mutate):
+    raw = yaml.safe_load((repo_root() / "params.yaml").read_text())
+    mutate(raw["llm_memory_rl"]["default"])
+    p = tmp_path / "params.yaml"
+    p.write_text(yaml.safe_dump(raw))
+    return p
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda d: d["rlem"].update(test_tasks=99), "exceeds the generated test split"),
+        (lambda d: d["rlem"].update(conditions=["llm", "oracle"]), "conditions"),
+        (lambda d: d["rlem"].update(conditions=["llm", "static"]), "must include 'rlem'"),
+        (lambda d: d["llm"].update(embedder="bert"), "embedder"),
+        (lambda d: d["llm"].update(temperature=-1), "temperature"),
+    ],
+)
+def test_bad_params_fail_before_any_run(tmp_path, mutate, message):
+    with pytest.raises(ConfigError, match=message):
+        load_family("llm_memory_rl", "default", _write(tmp_path, mutate))
+
+
+# --------------------------------------------------------------------------- AgentFly cases
+def test_case_bank_selection_learning_and_files(tmp_path):
+    from memrl.memory.cases import Case, CaseBank
+
+    emb = Embedder("hashing")
+    with pytest.raises(ValueError, match="unknown case selection"):
+        CaseBank("random")
+    nonp = CaseBank("nonparametric", k=2)
+    assert nonp.select("anything", emb.embed) == []
+    for t, r in [("organic shampoo", 1.0), ("wireless headphones", 0.2), ("green tea", 0.0)]:
+        nonp.add(Case(t, ("search[x]", "click[buy now]"), r))
+    assert nonp.select("organic shampoo 8 oz", emb.embed)[0] == 0
+    assert "Plan: search[x] > click[buy now]\nOutcome: success" in nonp.cases[0].text()
+    assert "failure (score 0.20)" in nonp.cases[1].text()
+    # parametric: cases that led to reward are learnt to rank first, whatever the similarity
+    par = CaseBank("parametric", k=1, lr=1e-2, epochs=20, seed=0)
+    par.cases = list(nonp.cases)
+    for _ in range(15):
+        par.learn("green tea 1 lb", [2], 1.0, emb.embed)
+        par.learn("green tea 1 lb", [0], 0.0, emb.embed)
+    assert par.select("green tea 1 lb", emb.embed) == [2]
+    par.save(tmp_path / "b.json")
+    back = CaseBank.load(tmp_path / "b.json")
+    assert back.cases == par.cases and back._examples == par._examples
+    (tmp_path / "b.json").write_text("{")
+    with pytest.raises(MemoryFileError, match="not valid JSON"):
+        CaseBank.load(tmp_path / "b.json")
+
+
+def test_case_agent_writes_cases_back(shop, scorer):
+    from memrl.agents.memento import CaseAgent
+    from memrl.memory.cases import CaseBank
+
+    products, splits = shop
+    env = ShopEnv(products, max_steps=5)
+    bank = CaseBank("nonparametric")
+    agent = CaseAgent(scorer, Embedder("hashing"), bank, np.random.default_rng(0))
+    res = agent.run_episode(env, splits["test"][0])
+    assert len(bank) == 1 and bank.cases[0].actions == res.actions
+    assert bank.cases[0].reward == res.reward
+    agent.run_episode(env, splits["test"][1], learn=False)
+    assert len(bank) == 1
