@@ -5,14 +5,6 @@ from memrl.config import ConfigError, families, load_family, read_params, valida
 from memrl.runtime import repo_root
 
 
-def write(tmp_path, mutate):
-    raw = yaml.safe_load((repo_root() / "params.yaml").read_text())
-    mutate(raw)
-    p = tmp_path / "params.yaml"
-    p.write_text(yaml.safe_dump(raw))
-    return p
-
-
 def test_repo_params_validate_for_every_profile():
     validate_all()
     smoke = load_family("experience_replay", "smoke")
@@ -69,8 +61,8 @@ def test_every_family_in_params_has_a_schema_module_and_a_stage():
         (lambda r: r["experience_replay"].update(fast={}), "unknown profile keys"),
     ],
 )
-def test_bad_values_fail_before_training(tmp_path, mutate, message):
-    path = write(tmp_path, mutate)
+def test_bad_values_fail_before_training(params_with, mutate, message):
+    path = params_with(mutate)
     with pytest.raises(ConfigError, match=message):
         validate_all(path)
 

@@ -6,7 +6,6 @@ import json
 import numpy as np
 import pytest
 import torch as th
-import yaml
 
 from memrl.agents.rlem import PREFIX, RLEMAgent, build_prompt, exemplar_text
 from memrl.config import ConfigError, load_family
@@ -24,7 +23,6 @@ from memrl.llm.embeddings import Embedder, cosine
 from memrl.llm.models import load_model
 from memrl.llm.scoring import LLMScorer
 from memrl.memory.experience import ExperienceMemory, MemoryFileError, Record, Step
-from memrl.runtime import repo_root
 
 
 @pytest.fixture(scope="module")
@@ -269,12 +267,6 @@ def test_missing_model_fails_with_the_fix():
 
 
 # --------------------------------------------------------------------------- params
-def _write(tmp_path, mutate):
-    raw = yaml.safe_load((repo_root() / "params.yaml").read_text())
-    mutate(raw["llm_memory_rl"]["default"])
-    p = tmp_path / "params.yaml"
-    p.write_text(yaml.safe_dump(raw))
-    return p
 
 
 @pytest.mark.parametrize(
@@ -287,9 +279,9 @@ def _write(tmp_path, mutate):
         (lambda d: d["llm"].update(temperature=-1), "temperature"),
     ],
 )
-def test_bad_params_fail_before_any_run(tmp_path, mutate, message):
+def test_bad_params_fail_before_any_run(params_with, mutate, message):
     with pytest.raises(ConfigError, match=message):
-        load_family("llm_memory_rl", "default", _write(tmp_path, mutate))
+        load_family("llm_memory_rl", "default", params_with(mutate, "llm_memory_rl"))
 
 
 # --------------------------------------------------------------------------- AgentFly cases

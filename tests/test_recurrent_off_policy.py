@@ -1,22 +1,12 @@
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 
 from memrl.config import ConfigError, load_family
 from memrl.envs.registry import make
 from memrl.experiments import recurrent_off_policy as ro
 from memrl.params.recurrent_off_policy import parse_method
-from memrl.runtime import repo_root
 from memrl.stats.claims import NOT_REPRODUCED, PARTIALLY, REPRODUCED
-
-
-def write(tmp_path, mutate):
-    raw = yaml.safe_load((repo_root() / "params.yaml").read_text())
-    mutate(raw["recurrent_off_policy"]["default"])
-    p = tmp_path / "params.yaml"
-    p.write_text(yaml.safe_dump(raw))
-    return p
 
 
 def test_method_names_parse_into_algorithm_core_and_sharing():
@@ -38,9 +28,9 @@ def test_method_names_parse_into_algorithm_core_and_sharing():
         (lambda d: d["rsac"].update(hidden_size="64"), "rsac.hidden_size"),
     ],
 )
-def test_bad_values_fail_before_training(tmp_path, mutate, message):
+def test_bad_values_fail_before_training(params_with, mutate, message):
     with pytest.raises(ConfigError, match=message):
-        load_family("recurrent_off_policy", "default", write(tmp_path, mutate))
+        load_family("recurrent_off_policy", "default", params_with(mutate, "recurrent_off_policy"))
 
 
 def test_make_registers_the_suites_pomdp_ids():
