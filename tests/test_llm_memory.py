@@ -13,7 +13,7 @@ from memrl.envs.shop import (
     Product,
     ShopEnv,
     ShopTask,
-    expert_actions,
+    expert_episode,
     generate_shop,
     load_shop,
     save_shop,
@@ -96,7 +96,7 @@ def test_env_pages_actions_and_expert(shop):
     obs, r, done, trunc, info = env.step(info["admissible"][0])
     assert info["page"] == "results" and len(info["admissible"]) == 6 and r == 0 and not done
     # the expert reaches the best reward among the results of its query
-    acts = expert_actions(env, task)
+    acts = [t.action for t in expert_episode(env, task)]
     env.reset(options={"task": task})
     for a in acts:
         obs, r, done, trunc, info = env.step(a)

@@ -31,7 +31,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import gymnasium as gym
 import numpy as np
@@ -301,25 +301,39 @@ class ShopEnv(gym.Env):
         return obs, reward, done, truncated, info
 
 
-def expert_actions(env: ShopEnv, task: ShopTask) -> list[str]:
+class Transition(NamedTuple):
+    """One action on a page, with what the page showed and the reward it brought."""
+
+    page: str
+    observation: str
+    admissible: tuple[str, ...]
+    action: str
+    reward: float
+
+
+def expert_episode(env: ShopEnv, task: ShopTask) -> list[Transition]:
     """An annotated trajectory: the most specific query, the best-scoring result, its options, buy.
 
-    Plays on ``env`` (reset to ``task``) and returns the actions taken; used to seed the
+    Plays on ``env`` (reset to ``task``) and returns its transitions; used to seed the
     initial memories as REMEMBERER seeds its from annotated demonstrations.
     """
-    env.reset(options={"task": task})
+    obs, info = env.reset(options={"task": task})
+    out: list[Transition] = []
+
+    def act(action: str) -> None:
+        nonlocal obs, info
+        nobs, reward, _, _, ninfo = env.step(action)
+        out.append(Transition(info["page"], obs, tuple(info["admissible"]), action, float(reward)))
+        obs, info = nobs, ninfo
+
     query = max(
         task.queries, key=lambda q: (len(set(q.split()) & set(task.instruction.split())), len(q))
     )
-    actions = [f"search[{query}]"]
-    env.step(actions[-1])
+    act(f"search[{query}]")
     best = max(env.results, key=lambda p: (shop_reward(task, p, task.options), p.pid))
-    actions.append(f"click[{best.title}]")
-    env.step(actions[-1])
+    act(f"click[{best.title}]")
     for kind, value in task.options.items():
         if value in best.options.get(kind, ()):
-            actions.append(f"click[{value}]")
-            env.step(actions[-1])
-    actions.append("click[buy now]")
-    env.step(actions[-1])
-    return actions
+            act(f"click[{value}]")
+    act("click[buy now]")
+    return out

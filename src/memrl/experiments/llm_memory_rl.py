@@ -74,45 +74,44 @@ def load_tasks(cfg: LLMMemoryRLParams):
 
 def initial_memory(cfg: LLMMemoryRLParams, env, tasks, bootstrap: bool = True):
     """An experience memory seeded with the annotated trajectories of ``tasks``."""
-    from memrl.envs.shop import expert_actions
+    from memrl.envs.shop import expert_episode
     from memrl.memory.experience import ExperienceMemory, Step
 
     hp = cfg.rlem
     mem = ExperienceMemory(hp.capacity, hp.n_step, hp.gamma, bootstrap)
     for task in tasks:
-        actions = expert_actions(env, task)
-        obs, info = env.reset(options={"task": task})
-        steps = []
-        for a in actions:
-            nobs, r, *_, ninfo = env.step(a)
-            steps.append(Step(task.instruction, info["page"], obs, tuple(info["admissible"]), a, r))
-            obs, info = nobs, ninfo
-        mem.update(steps)
+        mem.update([Step(task.instruction, *t) for t in expert_episode(env, task)])
     return mem
+
+
+def _setup(cfg: LLMMemoryRLParams, run: int, salt: int):
+    """What every job starts from: its seed and RNG, the shop, and this process's LLM."""
+    from memrl.envs.shop import ShopEnv
+
+    seed_everything(run)
+    rng = np.random.default_rng(np.random.SeedSequence([run, salt]))
+    products, splits = load_tasks(cfg)
+    env = ShopEnv(products, cfg.shop.max_steps, cfg.shop.n_results)
+    scorer, embedder = _scorer(cfg.llm.model, cfg.llm.device), _embedder(cfg.llm.embedder)
+    return rng, splits, env, scorer, embedder
 
 
 # =========================================================================== one run
 def rlem_job(cfg: LLMMemoryRLParams, condition: str, run: int, memory_dir: str | None) -> dict:
     """One (condition, run): train (RLEM variants) for ``epochs`` over 10 tasks, then test."""
-    from memrl.agents.rlem import RLEMAgent
-    from memrl.envs.shop import ShopEnv
+    from memrl.agents.rlem import MODES, RLEMAgent
 
     t0 = time.perf_counter()
-    seed_everything(run)
-    rng = np.random.default_rng(np.random.SeedSequence([run, 7]))
-    products, splits = load_tasks(cfg)
-    env = ShopEnv(products, cfg.shop.max_steps, cfg.shop.n_results)
+    rng, splits, env, scorer, embedder = _setup(cfg, run, salt=7)
     init_id, train_set = run % 2, TRAIN_SETS[(run // 2) % 2]
     half = len(splits["init"]) // 2
     init_tasks = splits["init"][init_id * half : (init_id + 1) * half]
-    scorer, embedder = _scorer(cfg.llm.model, cfg.llm.device), _embedder(cfg.llm.embedder)
     tok0 = scorer.tokens_encoded
     memory = None
     if condition != "llm":
         memory = initial_memory(cfg, env, init_tasks, condition != "rlem_no_bootstrap")
     agent = RLEMAgent(
-        scorer, embedder, memory, "llm" if condition == "llm" else
-        "static" if condition == "static" else "rlem", rng,
+        scorer, embedder, memory, condition if condition in MODES else "rlem", rng,
         exemplars=cfg.rlem.exemplars, temperature=cfg.llm.temperature,
         discouraged=condition != "rlem_no_discouraged",
     )  # fmt: skip
@@ -148,23 +147,19 @@ def rlem_job(cfg: LLMMemoryRLParams, condition: str, run: int, memory_dir: str |
 def agentfly_job(cfg: LLMMemoryRLParams, condition: str, run: int, memory_dir: str | None) -> dict:
     """One (condition, run) of AgentFly: ``iterations`` passes over the same tasks."""
     from memrl.agents.memento import CaseAgent
-    from memrl.envs.shop import ShopEnv, expert_actions
+    from memrl.envs.shop import expert_episode
     from memrl.memory.cases import Case, CaseBank
 
     t0 = time.perf_counter()
-    seed_everything(run)
-    rng = np.random.default_rng(np.random.SeedSequence([run, 11]))
-    products, splits = load_tasks(cfg)
-    env = ShopEnv(products, cfg.shop.max_steps, cfg.shop.n_results)
-    scorer, embedder = _scorer(cfg.llm.model, cfg.llm.device), _embedder(cfg.llm.embedder)
+    rng, splits, env, scorer, embedder = _setup(cfg, run, salt=11)
     tok0 = scorer.tokens_encoded
     hp = cfg.agentfly
     bank = None
     if condition != "none":
         bank = CaseBank(condition, hp.k, hp.q_learning_rate, hp.q_epochs, seed=run)
         for task in splits["init"]:  # annotated cases, as REMEMBERER's initial memories
-            acts = expert_actions(env, task)
-            bank.add(Case(task.instruction, tuple(acts), float(_replay(env, task, acts))))
+            played = expert_episode(env, task)
+            bank.add(Case(task.instruction, tuple(t.action for t in played), played[-1].reward))
     agent = CaseAgent(scorer, embedder, bank, rng, cfg.llm.temperature)
     tasks = splits["test"][: hp.tasks]
     success, score, best = [], [], np.zeros(len(tasks))
@@ -189,14 +184,6 @@ def agentfly_job(cfg: LLMMemoryRLParams, condition: str, run: int, memory_dir: s
         "decisions": agent.decisions, "tokens": scorer.tokens_encoded - tok0,
         "seconds": time.perf_counter() - t0,
     }  # fmt: skip
-
-
-def _replay(env, task, actions) -> float:
-    env.reset(options={"task": task})
-    reward = 0.0
-    for a in actions:
-        _, reward, *_ = env.step(a)
-    return reward
 
 
 def jobs(cfg: LLMMemoryRLParams, memory_dir: str | None = None) -> list[dict[str, Any]]:
