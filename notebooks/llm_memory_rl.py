@@ -30,6 +30,17 @@
 # 5. parametric ≥ non-parametric ≥ no memory, and 6. with memory the agent improves over
 #    iterations on the same tasks.
 #
+# **Memory-R1** (2025) puts a *memory manager* between a conversation and the memory bank:
+# for each incoming fact it chooses ADD, UPDATE, DELETE or NOOP, and it is trained with RL
+# (GRPO) from the exact match of a frozen answer agent that answers from the bank:
+#
+# 7. (F1) and 8. (exact match): the RL-trained manager beats a Mem0-style manager and the
+#    same LLM prompted to manage memory without RL.
+#
+# LoCoMo is not available offline either, so its dialogues are generated
+# (`memrl.envs.dialogue`): two speakers over dated sessions whose facts are introduced,
+# changed, retracted and restated, with single-hop, multi-hop and temporal questions.
+#
 # WebShop is not installable offline, so the shop is generated (`memrl.envs.shop`): search,
 # a results page, item pages with options, buy; the reward is WebShop's attribute / option /
 # price matching score in [0, 1], success is reward 1. The LLM is SmolLM2-135M-Instruct on the
@@ -46,6 +57,7 @@ output_dir = ""  # "" writes to a scratch folder; the DVC stage passes results/l
 
 # %%
 import matplotlib.pyplot as plt
+import pandas as pd
 
 from memrl import plots
 from memrl.config import load_family, load_runtime
@@ -57,10 +69,14 @@ cfg = load_family("llm_memory_rl", profile)  # validates every value before any 
 rt = load_runtime()
 out = resolve_output(output_dir)
 products, splits = lm.load_tasks(cfg)
+dialogues = lm.load_dialogues(cfg)
 print(f"profile={profile}  model={cfg.llm.model}  runs={cfg.seeds}  workers={rt.workers}")
 print(f"catalogue: {len(products)} products; tasks: "
       + ", ".join(f"{k} {len(v)}" for k, v in splits.items()))  # fmt: skip
 print("an instruction:", splits["test"][0].instruction)
+print("dialogues: " + ", ".join(
+    f"{k} {len(v)} conversations / {sum(len(c.questions) for c in v)} questions"
+    for k, v in dialogues.items()))  # fmt: skip
 
 # %% [markdown]
 # ## Every run
@@ -68,11 +84,12 @@ print("an instruction:", splits["test"][0].instruction)
 # One call plays every job, two processes at a time. REMEMBERER: run *r* starts from initial
 # memory *r* mod 2 and trains on training set ⌊*r*/2⌋ mod 2 for the paper's 3 epochs over 10
 # tasks, then plays the test tasks without learning. AgentFly: every seed plays the same
-# tasks for several iterations, writing each episode back as a case. Final memories and case
-# banks are saved as JSON under `memories/`.
+# tasks for several iterations, writing each episode back as a case. Memory-R1: every seed
+# trains a manager with GRPO; the three baselines are deterministic and run once. Final
+# memories and case banks are saved as JSON under `memories/`, the trained managers as `.pt`.
 
 # %%
-runs, fly = lm.run(cfg, rt, memory_dir=str(out / "memories"))
+runs, fly, mr1 = lm.run(cfg, rt, memory_dir=str(out / "memories"))
 runs[["condition", "run", "init_memory", "train_set", "test_success", "test_score",
       "memory_records", "decisions", "seconds"]]  # fmt: skip
 
@@ -135,17 +152,51 @@ fig.tight_layout()
 save_figure(fig, out / "figures" / "agentfly_iterations.png")
 
 # %% [markdown]
+# ## Memory-R1: answer quality by manager
+#
+# Left: the answer agent's F1 on the test questions per question category, for the bank each
+# manager built (GRPO: mean over seeds). Right: the GRPO manager's exact match on its
+# training probes in each epoch (each line a seed).
+
+# %%
+cats = pd.DataFrame({lm.MR1_LABELS[c]: pd.DataFrame(list(g.f1_by_category)).mean()
+                     for c, g in mr1.groupby("condition", sort=False)})  # fmt: skip
+fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
+cats.plot.bar(ax=axes[0], rot=0)
+axes[0].set(ylabel="F1 (test questions)", ylim=(0, 1))
+axes[0].grid(alpha=0.3, axis="y")
+axes[0].legend(fontsize=8)
+for _, r in mr1[mr1.condition == "grpo"].iterrows():
+    axes[1].plot(range(1, len(r.probe_em) + 1), r.probe_em, marker="o", label=f"seed {r.run}")
+axes[1].set(xlabel="GRPO epoch", ylabel="exact match on training probes")
+axes[1].grid(alpha=0.3)
+axes[1].legend(fontsize=8)
+fig.tight_layout()
+save_figure(fig, out / "figures" / "memory_r1.png")
+
+# %% [markdown]
+# Which operation each manager chose for each kind of turn (the kind is the generator's
+# annotation, never shown to a manager: intro → ADD, change → UPDATE, retract → DELETE,
+# repeat and small talk → NOOP would be ideal).
+
+# %%
+ops = lm.memory_r1_ops(mr1)
+print(ops.to_string())
+
+# %% [markdown]
 # ## Claims
 #
 # Verdicts come from the runs by one rule (`memrl.stats.claims.VERDICT_RULE`); nothing here
 # is typed in.
 
 # %%
-rows = lm.claims(cfg, runs) + lm.agentfly_claims(cfg, fly)
+rows = lm.claims(cfg, runs) + lm.agentfly_claims(cfg, fly) + lm.memory_r1_claims(cfg, mr1)
 fig = plots.claim_intervals(rows)
 save_figure(fig, out / "figures" / "claims.png")
 save_table(runs, out / "runs" / "runs.csv")
 save_table(fly, out / "runs" / "agentfly.csv")
+save_table(mr1, out / "runs" / "memory_r1.csv")
+save_table(ops.reset_index(), out / "runs" / "memory_r1_ops.csv")
 save_table(
     curves.groupby(["epoch", "condition"], sort=False).score.mean().unstack().reset_index(),
     out / "plots" / "training_epochs.csv",

@@ -277,6 +277,10 @@ def test_missing_model_fails_with_the_fix():
         (lambda d: d["rlem"].update(conditions=["llm", "static"]), "must include 'rlem'"),
         (lambda d: d["llm"].update(embedder="bert"), "embedder"),
         (lambda d: d["llm"].update(temperature=-1), "temperature"),
+        (lambda d: d["memory_r1"].update(conditions=["grpo", "mem0"]), "conditions"),
+        (lambda d: d["memory_r1"].update(heuristic_update=0.99), "must not exceed"),
+        (lambda d: d["memory_r1"].update(group=1), "group"),
+        (lambda d: d["dialogue_data"].update(sessions="4"), "sessions"),
     ],
 )
 def test_bad_params_fail_before_any_run(params_with, mutate, message):

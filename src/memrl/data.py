@@ -1,11 +1,11 @@
 """Build, fetch and check ``data/`` (tracked by ``data.dvc``) offline.
 
 ``data/`` holds what earlier experiments left behind for Replay across
-Experiments (the full replay of one SAC run) and the generated WebShop-like
-catalogue and task splits of the LLM memory family.  A fresh clone gets it with
-``make data``, which first pulls it from the DVC remote inside the repo
-(``.dvc-store/``) and otherwise rebuilds it deterministically with
-:func:`build_prior_experiment`; either way its hash must equal the one in
+Experiments (the full replay of one SAC run) and, for the LLM memory family, the
+generated WebShop-like catalogue with its task splits and the LoCoMo-like
+dialogues.  A fresh clone gets it with ``make data``, which first pulls it from
+the DVC remote inside the repo (``.dvc-store/``) and otherwise rebuilds it
+deterministically (:func:`build`); either way its hash must equal the one in
 ``data.dvc``.
 
     python -m memrl.data ensure   # pull, else rebuild; then verify
@@ -107,13 +107,25 @@ def build_shop(profile: str = "default") -> Path:
     return repo_root() / d.path
 
 
+def build_dialogues(profile: str = "default") -> Path:
+    """Generate the LoCoMo-like dialogues and their split (deterministic, under a second)."""
+    from memrl.envs.dialogue import generate_dialogues, save_dialogues
+
+    d = load_family("llm_memory_rl", profile).dialogue_data
+    splits = generate_dialogues(
+        d.seed, d.conversations, d.sessions, d.train_questions, d.val_questions
+    )
+    save_dialogues(repo_root() / d.path, splits)
+    return repo_root() / d.path
+
+
 def build(profile: str = "default") -> list[Path]:
     cfg = load_family("experience_replay", profile)
     pd_ = cfg.prior_data
     prior = build_prior_experiment(
         repo_root() / pd_.path, cfg.rae.env_id, pd_.seed, pd_.total_timesteps, cfg.rae.sac
     )
-    return [prior, build_shop(profile)]
+    return [prior, build_shop(profile), build_dialogues(profile)]
 
 
 def ensure() -> None:

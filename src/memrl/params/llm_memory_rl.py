@@ -64,6 +64,45 @@ class AgentFlyParams(StrictModel):
     q_epochs: PosInt  # passes over Q's examples after each episode
 
 
+class DialogueDataParams(StrictModel):
+    """The generated LoCoMo-like dialogues (data/, tracked by data.dvc)."""
+
+    path: str
+    seed: NonNegInt
+    conversations: PosInt
+    sessions: Annotated[int, Field(ge=2, strict=True)]
+    train_questions: PosInt  # Memory-R1's split: 152 train / 81 val / the rest test
+    val_questions: PosInt
+
+
+MEMORY_R1_CONDITIONS = ("add_only", "heuristic", "prompted", "grpo")
+
+
+class MemoryR1Params(StrictModel):
+    """Memory-R1 (2025): memory manager trained with GRPO from the answer agent's exact match."""
+
+    conditions: list[Literal[MEMORY_R1_CONDITIONS]] = Field(min_length=1)  # type: ignore[valid-type]
+    answer_k: PosInt  # memories retrieved for the answer agent
+    related_k: PosInt  # related memories the manager sees (and may update / delete)
+    heuristic_noop: Annotated[float, Field(ge=-1, le=1)]
+    heuristic_update: Annotated[float, Field(ge=-1, le=1)]
+    hidden: PosInt
+    epochs: PosInt
+    group: Annotated[int, Field(ge=2, strict=True)]  # GRPO's G
+    probes: PosInt  # training turns with a probe question
+    learning_rate: Annotated[float, Field(gt=0)]
+    clip: Annotated[float, Field(gt=0)]
+    update_epochs: PosInt
+    beta: Annotated[float, Field(ge=0)]
+    test_conversations: PosInt | None = None  # the first n test conversations (None: all)
+
+    @model_validator(mode="after")
+    def _thresholds(self) -> MemoryR1Params:
+        if self.heuristic_update > self.heuristic_noop:
+            raise ValueError("memory_r1.heuristic_update must not exceed heuristic_noop")
+        return self
+
+
 class LLMMemoryRLParams(StrictModel):
     # run r uses initial memory r % 2 and training set (r // 2) % 2: 4 runs cover all combos
     seeds: Annotated[int, Field(ge=2, strict=True)]
@@ -73,6 +112,8 @@ class LLMMemoryRLParams(StrictModel):
     shop: ShopEnvParams
     rlem: RLEMParams
     agentfly: AgentFlyParams
+    dialogue_data: DialogueDataParams
+    memory_r1: MemoryR1Params
 
     @model_validator(mode="after")
     def _consistent(self) -> LLMMemoryRLParams:

@@ -1,0 +1,356 @@
+"""Memory-R1 (Yan et al. 2025): a memory manager trained with RL from a frozen answer agent.
+
+Each incoming fact (a dialogue turn's observation) goes to a *memory manager*, which looks
+at the memories most related to it and chooses one operation::
+
+    ADD            store the fact as a new memory
+    UPDATE [j]     replace related memory j by the fact (a changed fact)
+    DELETE [j]     remove related memory j (a retracted fact)
+    NOOP           leave the bank as it is (known already, or irrelevant)
+
+A frozen *answer agent* answers questions from the memories retrieved for them (top-k by
+cosine similarity).  Memory-R1 trains the manager with PPO or GRPO, the reward being the
+answer agent's exact match on a question whose evidence is the turn just processed.
+
+Here the manager's policy is a small head on frozen sentence embeddings (the issue allows it
+instead of fine-tuning the LLM): for the fact f and each related memory m_j, an MLP reads
+``[e_f, e_m, e_f * e_m, cos(f, m)]`` and scores the operations; ADD and NOOP are read at the
+most related memory.  :func:`train_grpo` is GRPO: for each training turn, ``group`` sampled
+operations are each applied to a copy of the bank, the answer agent answers the turn's probe
+question from each copy, and the group-normalised exact matches are the advantages of a
+clipped policy-gradient step (the conversation then continues with the greedy operation).
+
+The baselines: :class:`AddOnly` (plain retrieval memory), :class:`HeuristicManager` (Mem0's
+pipeline with the LLM decision replaced by similarity thresholds) and
+:class:`PromptedManager` (the LLM chooses the operation from a prompt, no RL).  The answer
+agent is the same frozen LLM for every manager; it answers by scoring the candidate answers'
+log-likelihood (:mod:`memrl.llm.scoring`), and its answers are cached by (question,
+retrieved memories), which is what makes RL against an LLM reward affordable on a CPU.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+import numpy as np
+import torch as th
+from torch import nn
+
+from memrl.envs.dialogue import Conversation, Question, exact_match, f1_score
+from memrl.llm.embeddings import cosine
+from memrl.llm.scoring import LLMScorer
+
+Embed = Callable[[Sequence[str]], np.ndarray]
+OPS = ("ADD", "NOOP", "UPDATE", "DELETE")
+
+
+class Action(NamedTuple):
+    op: str  # one of OPS
+    target: int = -1  # index into the bank for UPDATE / DELETE
+
+
+class MemoryBank:
+    """The memories, in insertion order (an UPDATE keeps the replaced memory's place)."""
+
+    def __init__(self, embed: Embed, texts: Sequence[str] = ()):
+        self.embed, self.texts = embed, list(texts)
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def related(self, text: str, k: int) -> list[int]:
+        """Indices of the ``k`` memories most similar to ``text`` (best first)."""
+        if not self.texts:
+            return []
+        sim = cosine(self.embed([text]), self.embed(self.texts))[0]
+        return [int(i) for i in np.argsort(-sim, kind="stable")[:k]]
+
+    def retrieve(self, query: str, k: int) -> tuple[str, ...]:
+        return tuple(self.texts[i] for i in self.related(query, k))
+
+    def apply(self, action: Action, fact: str) -> MemoryBank:
+        """A new bank with ``action`` applied (the bank itself is left unchanged)."""
+        texts = list(self.texts)
+        if action.op == "ADD":
+            texts.append(fact)
+        elif action.op == "UPDATE":
+            texts[action.target] = fact
+        elif action.op == "DELETE":
+            del texts[action.target]
+        elif action.op != "NOOP":
+            raise ValueError(f"unknown memory operation '{action.op}': use one of {OPS}")
+        return MemoryBank(self.embed, texts)
+
+
+# =========================================================================== answer agent
+ANSWER_PREFIX = "Answer the question with the facts from the memories.\n\n"
+
+
+class AnswerAgent:
+    """The frozen answer agent: retrieve ``k`` memories, pick the most likely candidate."""
+
+    def __init__(self, scorer: LLMScorer, k: int):
+        self.scorer, self.k = scorer, k
+        self.cache: dict[tuple, str] = {}
+        self.calls = 0  # LLM calls (cache misses)
+
+    @staticmethod
+    def prompt(memories: Sequence[str], question: str) -> str:
+        lines = "".join(f"- {m}\n" for m in memories) or "- (no memories)\n"
+        return f"Memories:\n{lines}Question: {question}\nAnswer:"
+
+    def answer(self, bank: MemoryBank, q: Question) -> str:
+        memories = bank.retrieve(q.question, self.k)
+        key = (q.question, memories, q.candidates)
+        if key not in self.cache:
+            s = self.scorer.score(ANSWER_PREFIX, self.prompt(memories, q.question),
+                                  [f" {c}" for c in q.candidates])  # fmt: skip
+            self.cache[key] = q.candidates[int(np.argmax(s))]
+            self.calls += 1
+        return self.cache[key]
+
+
+# =========================================================================== managers
+class AddOnly:
+    """Store every fact: retrieval over the raw observations, no management."""
+
+    name = "add_only"
+
+    def decide(self, bank: MemoryBank, fact: str) -> Action:
+        return Action("ADD")
+
+
+class HeuristicManager:
+    """Mem0's pipeline (retrieve the related memories, then decide) with the LLM's decision
+    replaced by similarity thresholds: a near-duplicate is a NOOP, a similar memory is
+    updated, anything else is added; it never deletes (that needs understanding)."""
+
+    name = "heuristic"
+
+    def __init__(self, noop_threshold: float, update_threshold: float):
+        if not update_threshold <= noop_threshold:
+            raise ValueError("update_threshold must not exceed noop_threshold")
+        self.noop_threshold, self.update_threshold = noop_threshold, update_threshold
+
+    def decide(self, bank: MemoryBank, fact: str) -> Action:
+        rel = bank.related(fact, 1)
+        if not rel:
+            return Action("ADD")
+        sim = float(cosine(bank.embed([fact]), bank.embed([bank.texts[rel[0]]]))[0, 0])
+        if sim >= self.noop_threshold:
+            return Action("NOOP")
+        if sim >= self.update_threshold:
+            return Action("UPDATE", rel[0])
+        return Action("ADD")
+
+
+MANAGER_PREFIX = (
+    "You manage a memory bank. For a new fact choose one operation: ADD if it is new "
+    "information, UPDATE [i] if it changes memory [i], DELETE [i] if it cancels memory [i], "
+    "NOOP if it is already known or not worth remembering.\n\n"
+)
+
+
+def candidate_actions(related: Sequence[int]) -> list[Action]:
+    """ADD, NOOP, then UPDATE and DELETE of each related memory (the policy's action set)."""
+    return [Action("ADD"), Action("NOOP"), *(Action("UPDATE", j) for j in related),
+            *(Action("DELETE", j) for j in related)]  # fmt: skip
+
+
+class PromptedManager:
+    """The frozen LLM chooses the operation (Memory-R1's manager before RL): the operation
+    texts are scored by log-likelihood after a prompt showing the related memories."""
+
+    name = "prompted"
+
+    def __init__(self, scorer: LLMScorer, k: int):
+        self.scorer, self.k = scorer, k
+        self.calls = 0
+
+    def decide(self, bank: MemoryBank, fact: str) -> Action:
+        rel = bank.related(fact, self.k)
+        mems = "".join(f"[{i}] {bank.texts[j]}\n" for i, j in enumerate(rel)) or "(empty)\n"
+        prompt = f"Memories:\n{mems}New fact: {fact}\nOperation:"
+        acts = candidate_actions(range(len(rel)))
+        texts = [f" {a.op}" + (f" [{a.target}]" if a.target >= 0 else "") for a in acts]
+        s = self.scorer.score(MANAGER_PREFIX, prompt, texts)
+        self.calls += 1
+        a = acts[int(np.argmax(s))]
+        return a if a.target < 0 else Action(a.op, rel[a.target])
+
+
+# =========================================================================== RL manager
+class ManagerPolicy(nn.Module):
+    """Scores ADD / NOOP / UPDATE [j] / DELETE [j] from frozen embeddings of the fact and its
+    ``k`` most related memories; absent memories are masked."""
+
+    def __init__(self, dim: int, k: int, hidden: int = 64):
+        super().__init__()
+        self.k = k
+        self.net = nn.Sequential(
+            nn.Linear(3 * dim + 1, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(),
+            nn.Linear(hidden, 4),
+        )  # fmt: skip
+
+    def forward(self, x: th.Tensor, mask: th.Tensor) -> th.Tensor:
+        """``x`` (B, k, 3d+1) pair features, ``mask`` (B, k) -> logits (B, 2 + 2k)."""
+        out = self.net(x)  # (B, k, 4): add, noop, update, delete
+        neg = th.finfo(out.dtype).min
+        upd = out[..., 2].masked_fill(~mask, neg)
+        dele = out[..., 3].masked_fill(~mask, neg)
+        return th.cat([out[:, 0, :2], upd, dele], dim=1)
+
+
+def features(bank: MemoryBank, fact: str, k: int) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """Pair features of the fact with each of its ``k`` most related memories (zero-padded)."""
+    rel = bank.related(fact, k)
+    ef = bank.embed([fact])[0]
+    d = ef.shape[0]
+    x = np.zeros((k, 3 * d + 1), dtype=np.float32)
+    mask = np.zeros(k, dtype=bool)
+    x[:, :d] = ef
+    if rel:
+        em = bank.embed([bank.texts[j] for j in rel])
+        n = len(rel)
+        x[:n, d : 2 * d] = em
+        x[:n, 2 * d : 3 * d] = ef * em
+        x[:n, -1] = em @ ef
+        mask[:n] = True
+    return x, mask, rel
+
+
+def index_to_action(i: int, rel: Sequence[int], k: int) -> Action:
+    if i == 0:
+        return Action("ADD")
+    if i == 1:
+        return Action("NOOP")
+    j = (i - 2) % k
+    return Action("UPDATE" if i - 2 < k else "DELETE", rel[j])
+
+
+class RLManager:
+    """The trained policy, acting greedily (evaluation) or by sampling (training)."""
+
+    name = "rl"
+
+    def __init__(self, policy: ManagerPolicy):
+        self.policy = policy
+
+    @th.no_grad()
+    def decide(self, bank: MemoryBank, fact: str) -> Action:
+        x, mask, rel = features(bank, fact, self.policy.k)
+        logits = self.policy(th.from_numpy(x)[None], th.from_numpy(mask)[None])[0]
+        return index_to_action(int(logits.argmax()), rel, self.policy.k)
+
+
+class GRPOConfig(NamedTuple):
+    epochs: int
+    group: int  # G: operations sampled per training turn
+    probes: int  # training turns with a probe question (Memory-R1: 152 train questions)
+    learning_rate: float
+    clip: float  # PPO-style ratio clip of GRPO's objective
+    update_epochs: int  # GRPO's mu: passes over each batch
+    beta: float  # KL penalty to the initial policy (k3 estimator); 0 disables
+
+
+def train_grpo(
+    policy: ManagerPolicy,
+    convs: Sequence[Conversation],
+    answerer: AnswerAgent,
+    embed: Embed,
+    cfg: GRPOConfig,
+    rng: np.random.Generator,
+    progress: Callable[[], None] | None = None,
+) -> list[dict]:
+    """Train the manager with GRPO on ``convs``; returns one row per (epoch, conversation)."""
+    opt = th.optim.Adam(policy.parameters(), lr=cfg.learning_rate)
+    ref = copy.deepcopy(policy).requires_grad_(False) if cfg.beta > 0 else None
+    turns = [(c, t) for c in range(len(convs)) for t in range(len(convs[c].turns))]
+    chosen = rng.choice(len(turns), size=min(cfg.probes, len(turns)), replace=False)
+    probed = {turns[int(i)] for i in chosen}
+    gen = th.Generator().manual_seed(int(rng.integers(2**31)))
+    history = []
+    for epoch in range(cfg.epochs):
+        for c in rng.permutation(len(convs)):
+            conv = convs[int(c)]
+            bank = MemoryBank(embed)
+            xs, masks, acts, advs, logp_old, rewards = [], [], [], [], [], []
+            for t, turn in enumerate(conv.turns):
+                x, mask, rel = features(bank, turn.fact, policy.k)
+                xt, mt = th.from_numpy(x)[None], th.from_numpy(mask)[None]
+                with th.no_grad():
+                    logits = policy(xt, mt)[0]
+                if (int(c), t) in probed:
+                    dist = th.distributions.Categorical(logits=logits)
+                    a = th.multinomial(dist.probs, cfg.group, replacement=True, generator=gen)
+                    r = np.array([
+                        exact_match(answerer.answer(
+                            bank.apply(index_to_action(int(i), rel, policy.k), turn.fact),
+                            turn.probe), turn.probe.answer)
+                        for i in a
+                    ])  # fmt: skip
+                    rewards.append(r.mean())
+                    if r.std() > 0:  # a group with one reward teaches nothing
+                        xs.append(xt.expand(cfg.group, -1, -1))
+                        masks.append(mt.expand(cfg.group, -1))
+                        acts.append(a)
+                        advs.append(th.as_tensor((r - r.mean()) / (r.std() + 1e-4)))
+                        logp_old.append(dist.log_prob(a))
+                    if progress is not None:
+                        progress()
+                greedy = index_to_action(int(logits.argmax()), rel, policy.k)
+                bank = bank.apply(greedy, turn.fact)
+            loss_v = 0.0
+            if xs:
+                X, M, A = th.cat(xs), th.cat(masks), th.cat(acts)
+                adv, old = th.cat(advs).float(), th.cat(logp_old)
+                for _ in range(cfg.update_epochs):
+                    logits = policy(X, M)
+                    logp = th.distributions.Categorical(logits=logits).log_prob(A)
+                    ratio = th.exp(logp - old)
+                    obj = th.min(ratio * adv, ratio.clamp(1 - cfg.clip, 1 + cfg.clip) * adv)
+                    loss = -obj.mean()
+                    if ref is not None:
+                        ref_logp = th.distributions.Categorical(logits=ref(X, M)).log_prob(A)
+                        d = ref_logp - logp
+                        loss = loss + cfg.beta * (th.exp(d) - d - 1).mean()
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+                    loss_v = float(loss.detach())
+            history.append({"epoch": epoch + 1, "conversation": conv.cid,
+                            "probe_em": float(np.mean(rewards)) if rewards else float("nan"),
+                            "groups_with_signal": len(xs), "loss": loss_v})  # fmt: skip
+    return history
+
+
+# =========================================================================== evaluation
+def build_bank(manager, conv: Conversation, embed: Embed) -> tuple[MemoryBank, list[str]]:
+    """Feed every turn's fact to the manager; the final bank and the operations chosen."""
+    bank, ops = MemoryBank(embed), []
+    for turn in conv.turns:
+        a = manager.decide(bank, turn.fact)
+        ops.append(a.op)
+        bank = bank.apply(a, turn.fact)
+    return bank, ops
+
+
+def evaluate(manager, convs: Sequence[Conversation], answerer: AnswerAgent, embed: Embed,
+             progress: Callable[[], None] | None = None) -> tuple[list[dict], list[dict]]:  # fmt: skip
+    """Rows per question (category, prediction, exact match, F1) and per turn (the
+    operation chosen beside the turn's kind, a diagnostic no manager sees)."""
+    rows, ops = [], []
+    for conv in convs:
+        bank, chosen = build_bank(manager, conv, embed)
+        ops += [{"conversation": conv.cid, "kind": t.kind, "op": op}
+                for t, op in zip(conv.turns, chosen, strict=True)]  # fmt: skip
+        for q in conv.questions:
+            pred = answerer.answer(bank, q)
+            rows.append({"conversation": conv.cid, "category": q.category, "answer": q.answer,
+                         "prediction": pred, "em": exact_match(pred, q.answer),
+                         "f1": f1_score(pred, q.answer), "memories": len(bank)})  # fmt: skip
+        if progress is not None:
+            progress()
+    return rows, ops
