@@ -82,9 +82,10 @@ print("dialogues: " + ", ".join(
 # ## Every run
 #
 # One call plays every job, two processes at a time. REMEMBERER: run *r* starts from initial
-# memory *r* mod 2 and trains on training set ⌊*r*/2⌋ mod 2 for the paper's 3 epochs over 10
-# tasks, then plays the test tasks without learning. AgentFly: every seed plays the same
-# tasks for several iterations, writing each episode back as a case. Memory-R1: every seed
+# memory *r* mod 2 and trains on training set ⌊*r*/2⌋ mod 2 for `rlem.epochs` epochs over 10
+# tasks (paper: 3), then plays the test tasks without learning. AgentFly: every seed plays the
+# same tasks, each seed in its own order, for several iterations, writing each episode back as
+# a case. Memory-R1: every seed
 # trains a manager with GRPO; the three baselines are deterministic and run once. Final
 # memories and case banks are saved as JSON under `memories/`, the trained managers as `.pt`.
 

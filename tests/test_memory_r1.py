@@ -177,3 +177,14 @@ def test_prompted_manager_returns_a_valid_operation(embed):
     a = m.decide(bank, "Alice moved to Rome.")
     assert a.op in mr1.OPS and (a.target in (0, 1) if a.op in ("UPDATE", "DELETE") else True)
     assert json.dumps(a._asdict())  # plain data
+
+
+def test_reward_asks_about_the_memory_an_operation_would_touch(splits, embed):
+    conv = splits["train"][0]
+    first = {t.key: t for t in reversed(conv.turns) if t.key}  # each key's first turn
+    a, b = [first[k] for k in list(first)[:2]]
+    bank = mr1.MemoryBank(embed, [a.fact])
+    key_of = {t.fact: t.key for t in conv.turns}
+    qs = mr1.reward_questions(b, bank, [0], key_of, {a.key: a.probe, b.key: b.probe})
+    assert qs == [b.probe, a.probe]  # overwriting a's memory would now cost
+    assert mr1.reward_questions(b, bank, [], key_of, {a.key: a.probe}) == [b.probe]

@@ -17,7 +17,8 @@ instead of fine-tuning the LLM): for the fact f and each related memory m_j, an 
 ``[e_f, e_m, e_f * e_m, cos(f, m)]`` and scores the operations; ADD and NOOP are read at the
 most related memory.  :func:`train_grpo` is GRPO: for each training turn, ``group`` sampled
 operations are each applied to a copy of the bank, the answer agent answers the turn's probe
-question from each copy, and the group-normalised exact matches are the advantages of a
+question, and the question about the memory the operation would touch first, from each copy
+(:func:`reward_questions`), and the group-normalised exact matches are the advantages of a
 clipped policy-gradient step (the conversation then continues with the greedy operation).
 
 The baselines: :class:`AddOnly` (plain retrieval memory), :class:`HeuristicManager` (Mem0's
@@ -38,7 +39,7 @@ import numpy as np
 import torch as th
 from torch import nn
 
-from memrl.envs.dialogue import Conversation, Question, exact_match, f1_score
+from memrl.envs.dialogue import Conversation, Question, Turn, exact_match, f1_score
 from memrl.llm.embeddings import cosine
 from memrl.llm.scoring import LLMScorer
 
@@ -255,6 +256,24 @@ class GRPOConfig(NamedTuple):
     beta: float  # KL penalty to the initial policy (k3 estimator); 0 disables
 
 
+def reward_questions(turn: Turn, bank: MemoryBank, related: Sequence[int],
+                     key_of: dict[str, str], latest: dict[str, Question]) -> list[Question]:  # fmt: skip
+    """The questions a training turn's operation is rewarded on: the turn's probe and, if the
+    most related memory (the one UPDATE / DELETE would touch first) is about another fact,
+    that fact's question as of now, so that overwriting or deleting what still holds costs.
+
+    Memory-R1 rewards each operation by the exact match on questions whose evidence is the
+    turn; asking only about the new fact would let a manager destroy other memories for free.
+    """
+    questions = [turn.probe]
+    for j in related:
+        k = key_of.get(bank.texts[j], "")
+        if k and k != turn.key and k in latest:
+            questions.append(latest[k])
+            break
+    return questions
+
+
 def train_grpo(
     policy: ManagerPolicy,
     convs: Sequence[Conversation],
@@ -276,20 +295,25 @@ def train_grpo(
         for c in rng.permutation(len(convs)):
             conv = convs[int(c)]
             bank = MemoryBank(embed)
+            key_of = {turn.fact: turn.key for turn in conv.turns}  # the data's annotation
+            latest: dict[str, Question] = {}  # key -> its question, answered as of now
             xs, masks, acts, advs, logp_old, rewards = [], [], [], [], [], []
             for t, turn in enumerate(conv.turns):
+                if turn.key:
+                    latest[turn.key] = turn.probe
                 x, mask, rel = features(bank, turn.fact, policy.k)
                 xt, mt = th.from_numpy(x)[None], th.from_numpy(mask)[None]
                 with th.no_grad():
                     logits = policy(xt, mt)[0]
                 if (int(c), t) in probed:
+                    questions = reward_questions(turn, bank, rel, key_of, latest)
                     dist = th.distributions.Categorical(logits=logits)
                     a = th.multinomial(dist.probs, cfg.group, replacement=True, generator=gen)
                     r = np.array([
-                        exact_match(answerer.answer(
-                            bank.apply(index_to_action(int(i), rel, policy.k), turn.fact),
-                            turn.probe), turn.probe.answer)
-                        for i in a
+                        np.mean([exact_match(answerer.answer(after, q), q.answer)
+                                 for q in questions])
+                        for after in (bank.apply(index_to_action(int(i), rel, policy.k),
+                                                 turn.fact) for i in a)
                     ])  # fmt: skip
                     rewards.append(r.mean())
                     if r.std() > 0:  # a group with one reward teaches nothing
