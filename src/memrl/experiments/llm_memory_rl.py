@@ -254,32 +254,31 @@ def memory_r1_job(cfg: LLMMemoryRLParams, condition: str, run: int, memory_dir: 
     }  # fmt: skip
 
 
+# seconds per job measured on the default profile (2026-11-23, 1 thread): two workers
+# finish together when the longest jobs go first
+EXPECTED_SECONDS = {
+    (rlem_job, "rlem"): 160, (rlem_job, "rlem_no_bootstrap"): 137,
+    (rlem_job, "rlem_no_discouraged"): 120, (rlem_job, "static"): 33, (rlem_job, "llm"): 17,
+    (memory_r1_job, "grpo"): 236, (memory_r1_job, "prompted"): 109,
+    (memory_r1_job, "add_only"): 58, (memory_r1_job, "heuristic"): 56,
+    (agentfly_job, "nonparametric"): 82, (agentfly_job, "parametric"): 76,
+    (agentfly_job, "none"): 54,
+}  # fmt: skip
+
+
 def jobs(cfg: LLMMemoryRLParams, memory_dir: str | None = None) -> list[dict[str, Any]]:
-    """Every job: REMEMBERER's (condition, run), training conditions (the longest) first,
-    Memory-R1's GRPO runs, AgentFly's, then Memory-R1's deterministic baselines (once)."""
-    rlem = [
-        {"fn": rlem_job, "cfg": cfg, "condition": c, "run": r, "memory_dir": memory_dir}
-        for c in cfg.rlem.conditions
-        for r in range(cfg.seeds)
-    ]
-    rlem = sorted(rlem, key=lambda j: not j["condition"].startswith("rlem"))
-    fly = [
-        {"fn": agentfly_job, "cfg": cfg, "condition": c, "run": r, "memory_dir": memory_dir}
-        for c in cfg.agentfly.conditions
-        for r in range(cfg.seeds)
-    ]
-    mr1 = [
-        {"fn": memory_r1_job, "cfg": cfg, "condition": c, "run": r, "memory_dir": memory_dir}
-        for c in cfg.memory_r1.conditions
-        for r in (range(cfg.seeds) if c not in MR1_DETERMINISTIC else [0])
-    ]
-    mr1 = sorted(mr1, key=lambda j: j["condition"] in MR1_DETERMINISTIC)
-    return (
-        rlem
-        + [j for j in mr1 if j["condition"] == "grpo"]
-        + fly
-        + [j for j in mr1 if j["condition"] != "grpo"]
-    )
+    """Every job, the longest first: REMEMBERER's and AgentFly's (condition, run), Memory-R1's
+    GRPO runs and its deterministic baselines (once each)."""
+    runs = range(cfg.seeds)
+    todo = (
+        [(rlem_job, c, r) for c in cfg.rlem.conditions for r in runs]
+        + [(agentfly_job, c, r) for c in cfg.agentfly.conditions for r in runs]
+        + [(memory_r1_job, c, r) for c in cfg.memory_r1.conditions
+           for r in ([0] if c in MR1_DETERMINISTIC else runs)]
+    )  # fmt: skip
+    todo.sort(key=lambda j: -EXPECTED_SECONDS.get(j[:2], 0))  # stable: runs stay in order
+    return [{"fn": fn, "cfg": cfg, "condition": c, "run": r, "memory_dir": memory_dir}
+            for fn, c, r in todo]  # fmt: skip
 
 
 def _job(fn, **kw) -> dict:
@@ -297,10 +296,8 @@ def run(
         Path(memory_dir).mkdir(parents=True, exist_ok=True)
     rows = run_jobs(_job, jobs(cfg, memory_dir), rt.workers, rt.torch_threads,
                     desc="LLM memory RL")  # fmt: skip
-    rlem = pd.DataFrame([r for r in rows if r.get("paper") is None])
-    order = {c: i for i, c in enumerate(cfg.rlem.conditions)}
-    rlem = rlem.assign(_o=rlem.condition.map(order)).sort_values(["_o", "run"], kind="stable")
-    fly = pd.DataFrame([r for r in rows if r.get("paper") == "agentfly"]).drop(columns="paper")
+    rlem = _in_order([r for r in rows if r.get("paper") is None], cfg.rlem.conditions)
+    fly = _in_order([r for r in rows if r.get("paper") == "agentfly"], cfg.agentfly.conditions)
     mr1 = []
     for c in cfg.memory_r1.conditions:
         got = [r for r in rows if r.get("paper") == "memory_r1" and r["condition"] == c]
@@ -308,7 +305,13 @@ def run(
             got = [{**got[0], "run": s, "deterministic": True} for s in range(cfg.seeds)]
         mr1 += [{**r, "deterministic": r.get("deterministic", False)} for r in got]
     mr1 = pd.DataFrame(mr1).drop(columns="paper")
-    return rlem.drop(columns="_o").reset_index(drop=True), fly.reset_index(drop=True), mr1
+    return rlem, fly.drop(columns="paper"), mr1
+
+
+def _in_order(rows: list[dict], conditions) -> pd.DataFrame:
+    """Rows as a table ordered by the profile's condition order, then by run."""
+    rank = {c: i for i, c in enumerate(conditions)}
+    return pd.DataFrame(sorted(rows, key=lambda r: (rank[r["condition"]], r["run"])))
 
 
 def _check_model(cfg: LLMMemoryRLParams) -> None:
