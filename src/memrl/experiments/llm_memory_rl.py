@@ -541,8 +541,10 @@ def memory_r1_claims(cfg: LLMMemoryRLParams, mr1: pd.DataFrame) -> list[ClaimRes
         "data: generated LoCoMo-like dialogues (facts introduced, changed, retracted, restated; "
         "single-hop, multi-hop and temporal questions), split like the paper's 152 / 81 / rest "
         "questions by whole conversations",
-        "reward: exact match on the probe question asked right after the turn (the paper pairs "
-        "each operation with a question whose evidence is the turn)",
+        "reward: the mean exact match on the probe question asked right after the turn and on "
+        "the question about the memory the operation would touch first (the paper pairs each "
+        "operation with a question whose evidence is the turn; the probe alone left "
+        "overwriting other memories unpunished)",
         f"Mem0-style heuristic: similarity thresholds (NOOP at cos >= {hp.heuristic_noop:g}, "
         f"UPDATE at >= {hp.heuristic_update:g}) instead of Mem0's LLM decision",
     ]
@@ -569,9 +571,26 @@ def memory_r1_claims(cfg: LLMMemoryRLParams, mr1: pd.DataFrame) -> list[ClaimRes
                 ),
                 e, MR1_LABELS["grpo"], comps, budget=budget, deviations=deviations,
                 extra={"f1_by_category": {MR1_LABELS[c]: mr1[mr1.condition == c]
-                                          .f1_by_category.iloc[0] for c in conds}},
+                                          .f1_by_category.iloc[0] for c in conds},
+                       "operations chosen on the test turns (share)": _op_shares(mr1, conds)},
             )
         )  # fmt: skip
+    return out
+
+
+def _op_shares(mr1: pd.DataFrame, conds) -> dict[str, dict[str, float]]:
+    """Per manager, the share of each operation over its test turns (all runs)."""
+    out = {}
+    for c in conds:
+        runs = mr1[mr1.condition == c]
+        runs = runs[~runs.deterministic | (runs.run == runs.run.min())]
+        total: dict[str, int] = {}
+        for by_kind in runs.ops_by_kind:
+            for counts in by_kind.values():
+                for op, n in counts.items():
+                    total[op] = total.get(op, 0) + n
+        n = sum(total.values())
+        out[MR1_LABELS[c]] = {op: round(k / n, 3) for op, k in total.items()}
     return out
 
 
