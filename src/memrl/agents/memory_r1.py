@@ -61,12 +61,16 @@ class MemoryBank:
     def __len__(self) -> int:
         return len(self.texts)
 
-    def related(self, text: str, k: int) -> list[int]:
-        """Indices of the ``k`` memories most similar to ``text`` (best first)."""
+    def nearest(self, text: str, k: int) -> list[tuple[int, float]]:
+        """(index, cosine similarity) of the ``k`` memories most similar to ``text``, best first."""
         if not self.texts:
             return []
         sim = cosine(self.embed([text]), self.embed(self.texts))[0]
-        return [int(i) for i in np.argsort(-sim, kind="stable")[:k]]
+        return [(int(i), float(sim[i])) for i in np.argsort(-sim, kind="stable")[:k]]
+
+    def related(self, text: str, k: int) -> list[int]:
+        """Indices of the ``k`` memories most similar to ``text`` (best first)."""
+        return [i for i, _ in self.nearest(text, k)]
 
     def retrieve(self, query: str, k: int) -> tuple[str, ...]:
         return tuple(self.texts[i] for i in self.related(query, k))
@@ -136,14 +140,14 @@ class HeuristicManager:
         self.noop_threshold, self.update_threshold = noop_threshold, update_threshold
 
     def decide(self, bank: MemoryBank, fact: str) -> Action:
-        rel = bank.related(fact, 1)
-        if not rel:
+        best = bank.nearest(fact, 1)
+        if not best:
             return Action("ADD")
-        sim = float(cosine(bank.embed([fact]), bank.embed([bank.texts[rel[0]]]))[0, 0])
+        j, sim = best[0]
         if sim >= self.noop_threshold:
             return Action("NOOP")
         if sim >= self.update_threshold:
-            return Action("UPDATE", rel[0])
+            return Action("UPDATE", j)
         return Action("ADD")
 
 
@@ -258,9 +262,10 @@ class GRPOConfig(NamedTuple):
 
 def reward_questions(turn: Turn, bank: MemoryBank, related: Sequence[int],
                      key_of: dict[str, str], latest: dict[str, Question]) -> list[Question]:  # fmt: skip
-    """The questions a training turn's operation is rewarded on: the turn's probe and, if the
-    most related memory (the one UPDATE / DELETE would touch first) is about another fact,
-    that fact's question as of now, so that overwriting or deleting what still holds costs.
+    """The questions a training turn's operation is rewarded on: the turn's probe and, for
+    the most related memory about another fact (the first such one an UPDATE / DELETE could
+    touch), that fact's question as of now, so that overwriting or deleting what still holds
+    costs.
 
     Memory-R1 rewards each operation by the exact match on questions whose evidence is the
     turn; asking only about the new fact would let a manager destroy other memories for free.

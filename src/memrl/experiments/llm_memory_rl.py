@@ -301,9 +301,10 @@ def run(
     mr1 = []
     for c in cfg.memory_r1.conditions:
         got = [r for r in rows if r.get("paper") == "memory_r1" and r["condition"] == c]
-        if c in MR1_DETERMINISTIC:  # run once: the same row for every seed
-            got = [{**got[0], "run": s, "deterministic": True} for s in range(cfg.seeds)]
-        mr1 += [{**r, "deterministic": r.get("deterministic", False)} for r in got]
+        det = c in MR1_DETERMINISTIC
+        if det:  # run once: the same row for every seed
+            got = [{**got[0], "run": s} for s in range(cfg.seeds)]
+        mr1 += [{**r, "deterministic": det} for r in got]
     mr1 = pd.DataFrame(mr1).drop(columns="paper")
     return rlem, fly.drop(columns="paper"), mr1
 
@@ -548,6 +549,10 @@ def memory_r1_claims(cfg: LLMMemoryRLParams, mr1: pd.DataFrame) -> list[ClaimRes
         f"Mem0-style heuristic: similarity thresholds (NOOP at cos >= {hp.heuristic_noop:g}, "
         f"UPDATE at >= {hp.heuristic_update:g}) instead of Mem0's LLM decision",
     ]
+    counts = memory_r1_ops(mr1).groupby(level="condition", sort=False).sum()
+    shares = counts.div(counts.sum(axis=1), axis=0).round(3)
+    op_shares = {c: {op: float(shares.loc[c, op]) for op in counts if counts.loc[c, op] > 0}
+                 for c in counts.index}  # fmt: skip
     out = []
     for k, (metric, what, value) in enumerate([
         ("f1", "F1", "LLaMA-3.1-8B on LoCoMo: Memory-R1-GRPO 45.02 F1 vs Mem0 30.41 "
@@ -572,25 +577,9 @@ def memory_r1_claims(cfg: LLMMemoryRLParams, mr1: pd.DataFrame) -> list[ClaimRes
                 e, MR1_LABELS["grpo"], comps, budget=budget, deviations=deviations,
                 extra={"f1_by_category": {MR1_LABELS[c]: mr1[mr1.condition == c]
                                           .f1_by_category.iloc[0] for c in conds},
-                       "operations chosen on the test turns (share)": _op_shares(mr1, conds)},
+                       "operations chosen on the test turns (share)": op_shares},
             )
         )  # fmt: skip
-    return out
-
-
-def _op_shares(mr1: pd.DataFrame, conds) -> dict[str, dict[str, float]]:
-    """Per manager, the share of each operation over its test turns (all runs)."""
-    out = {}
-    for c in conds:
-        runs = mr1[mr1.condition == c]
-        runs = runs[~runs.deterministic | (runs.run == runs.run.min())]
-        total: dict[str, int] = {}
-        for by_kind in runs.ops_by_kind:
-            for counts in by_kind.values():
-                for op, n in counts.items():
-                    total[op] = total.get(op, 0) + n
-        n = sum(total.values())
-        out[MR1_LABELS[c]] = {op: round(k / n, 3) for op, k in total.items()}
     return out
 
 

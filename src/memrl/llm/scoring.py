@@ -2,9 +2,9 @@
 
 A 135M model asked to *write* an agent's next action loops and rambles; asked to
 *score* the admissible actions it is well behaved.  :class:`LLMScorer` scores all
-candidates of one decision in one batched forward pass that reuses the prompt's
-KV cache, and keeps KV caches of what repeats across decisions, so a decision costs
-about one pass over the text that is new to it::
+candidates of one decision in the same forward pass as the prompt, and keeps KV caches of
+what repeats across decisions, so a decision costs about one pass over the text that is
+new to it::
 
     prefix (static, cached) | context (cached while it recurs) | prompt | candidate_1 ... n
 
