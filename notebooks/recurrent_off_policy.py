@@ -35,45 +35,60 @@
 # `[o_t, a_{t-1}, r_{t-1}]` through a memory core (`memrl.memory.cores`: GRU, LSTM, FFM or a
 # window of K frames), train in sequence mode on windows replayed from whole episodes
 # (`memrl.memory.sequence`) and act in step mode. Scores are the return of deterministic
-# evaluation episodes after training. This notebook runs `memrl.experiments.recurrent_off_policy`,
-# plots it and states the verdicts; the defaults below are the quick `smoke` profile, and
-# `dvc repro` runs it with the profile named in `params.yaml`.
+# evaluation episodes after training. The runs are jobs (`memrl.families.recurrent_off_policy.jobs`),
+# one per (env, method, seed), each stored on its own by the `runs_recurrent_off_policy` stage;
+# this notebook loads them, plots them and states the verdicts
+# (`memrl.families.recurrent_off_policy.claims`). Opened on its own (no `runs_dir`), it runs
+# the jobs of `profile` itself into `.cache/runs/` (the defaults: the quick `smoke` profile).
 
 # %% tags=["parameters"]
 profile = "smoke"  # smoke | default | paper (see params.yaml)
-output_dir = ""  # "" writes to a scratch folder; the DVC stage passes results/recurrent_off_policy
+output_dir = ""  # "" writes to a scratch folder; the DVC stage passes its staging folder
+runs_dir = ""  # "" runs the jobs here (stored ones reused); the DVC stage passes its run store
 
 # %%
 import matplotlib.pyplot as plt
 
 from memrl import plots
-from memrl.config import load_family, load_runtime
-from memrl.experiments import recurrent_off_policy as ro
+from memrl.config import load_family
+from memrl.families.recurrent_off_policy import claims as ro_claims
+from memrl.families.recurrent_off_policy import tables
+from memrl.families.recurrent_off_policy.params import short_env
+from memrl.pipeline import load_results
 from memrl.results import claims_table, save_claims, save_figure, save_table
 from memrl.results import output_dir as resolve_output
 from memrl.stats.curves import iqm_curves
 
-cfg = load_family("recurrent_off_policy", profile)  # validates every value before any training
-rt = load_runtime()
+cfg = load_family("recurrent_off_policy", profile)  # validates every value before any run
 out = resolve_output(output_dir)
-print(f"profile={profile}  seeds={cfg.seeds}  workers={rt.workers}")
+print(f"profile={profile}  seeds={cfg.seeds}")
 for e in cfg.envs:
     print(f"  {e.env_id:<36} {e.total_timesteps:>8,} steps  {', '.join(e.methods)}")
 print(f"  T-Maze lengths {cfg.tmaze.lengths}, {cfg.tmaze.episodes} episodes each: "
       f"{', '.join(cfg.tmaze.methods)} (window K = {cfg.sacd.context})")  # fmt: skip
 
 # %% [markdown]
+# ## Every run
+#
+# Every (environment, method, seed) and every (T-Maze length, memory, seed) is one job; the
+# FFM timing below is one more. Nothing is tuned after the fact.
+
+# %%
+envs = [short_env(e.env_id) for e in cfg.envs]
+runs = tables.load(load_results("recurrent_off_policy", profile, runs_dir), envs)
+runs.main[["env", "method", "seed", "episodes", "eval_return", "late_train_return"]].head(12)
+
+# %% [markdown]
 # ## How fast is FFM?
 #
 # FFM's paper reports ~100x faster training than a GRU — against a GRU stepped one
-# `GRUCell` call at a time. We time one training step (forward and backward over a batch of
-# sequences, at the paper's sizes on the `default` profile) for FFM, that per-step loop and
-# PyTorch's fused `nn.GRU`, on one thread, before the training runs so the machine is idle.
-# Wall-clock times differ between machines; this is the only claim that does.
+# `GRUCell` call at a time. One job times one training step (forward and backward over a
+# batch of sequences, at the paper's sizes on the `default` profile) for FFM, that per-step
+# loop and PyTorch's fused `nn.GRU`, on one thread. Wall-clock times differ between
+# machines; this is the only claim that does.
 
 # %%
-timing = ro.benchmark(cfg, threads=rt.torch_threads)
-speed = timing.groupby("core", sort=False).ms.median()
+speed = runs.timing.groupby("core", sort=False).ms.median()
 fig, ax = plt.subplots(figsize=(6, 2.6))
 ax.barh(speed.index, speed.values, color=["tab:green", "tab:gray", "tab:blue"])
 for i, v in enumerate(speed.values):
@@ -84,25 +99,13 @@ fig.tight_layout()
 save_figure(fig, out / "figures" / "ffm_timing.png")
 
 # %% [markdown]
-# ## Every run
-#
-# One call trains every (environment, method, seed) and every (T-Maze length, memory, seed),
-# two processes at a time (one per core), longest runs first. Nothing is tuned after the fact.
-
-# %%
-runs = ro.run(cfg, rt)
-runs[["env", "method", "seed", "episodes", "eval_return", "late_train_return", "seconds"]].head(12)
-
-# %% [markdown]
 # ## Learning curves
 #
 # The mean return of the last 10 training episodes at each point of the budget (exploring
 # policy): IQM over seeds with a 95% stratified-bootstrap band.
 
 # %%
-main_runs = runs[runs.length == 0]
-curve_df = iqm_curves(main_runs)
-envs = list(dict.fromkeys(curve_df.env))
+curve_df = iqm_curves(runs.main)
 fig, axes = plt.subplots(1, len(envs), figsize=(4.6 * len(envs), 3.8), squeeze=False)
 for ax, env in zip(axes[0], envs, strict=True):
     plots.ci_curves(ax, curve_df[curve_df.env == env], "environment steps", "training return", env)
@@ -119,7 +122,7 @@ save_figure(fig, out / "figures" / "learning_curves.png")
 # 0.5 is chance.
 
 # %%
-success = ro.tmaze_success(cfg, runs)
+success = tables.tmaze_success(runs, cfg.bootstrap_reps)
 fig, ax = plt.subplots(figsize=(5.5, 3.6))
 for method, g in success.groupby("method"):
     ax.errorbar(g.length, g.iqm, yerr=[g.iqm - g.ci_low, g.ci_high - g.iqm], marker="o",
@@ -141,25 +144,28 @@ save_figure(fig, out / "figures" / "tmaze.png")
 # constants from the papers (no seeds), shown beside our runs.
 
 # %%
-rows = ro.claims(cfg, runs, timing)
-fig = plots.claim_intervals([r for r in rows if r.claim.claim_id != "RO-6"])
+rows = ro_claims.claims(cfg, runs)
+checked = [r for r in rows if not r.claim.machine_dependent]
+fig = plots.claim_intervals(checked)
 save_figure(fig, out / "figures" / "claims.png")
-save_table(runs, out / "runs" / "runs.csv")
-save_table(curve_df, out / "runs" / "curves.csv")
-save_table(timing, out / "runs" / "ffm_timing.csv")
-for name, df in ro.plot_data(curve_df, success).items():
-    save_table(df, out / "plots" / f"{name}.csv")
-save_claims(out, ro.FAMILY, rows)
+save_table(runs.main, out / "tables" / "runs.csv")
+save_table(runs.tmaze, out / "tables" / "tmaze_runs.csv")
+save_table(curve_df, out / "tables" / "curves.csv")
+save_table(runs.timing, out / "tables" / "ffm_timing.csv")
+for name, df in tables.plot_data(curve_df, success).items():
+    save_table(df, out / "plots" / name)
+save_claims(out, ro_claims.FAMILY, rows)
 
 # %% [markdown]
-# The training runs are deterministic for a given profile and seed; the FFM timing claim
-# (RO-6) is wall-clock, so it is printed on its own below the checked table.
+# The training runs are deterministic for a given profile and seed; claims flagged
+# `machine_dependent` (the FFM timing, RO-6) are wall-clock, so they are printed on their
+# own below the checked table.
 
 # %%
 # NBVAL_CHECK_OUTPUT
-print(claims_table([r for r in rows if r.claim.claim_id != "RO-6"]).to_string())
+print(claims_table(checked).to_string())
 
 # %%
-timing_rows = [r for r in rows if r.claim.claim_id == "RO-6"]
-print(claims_table(timing_rows).to_string())
-print("\n".join(r.coverage_note for r in timing_rows))
+timed = [r for r in rows if r.claim.machine_dependent]
+print(claims_table(timed).to_string())
+print("\n".join(r.coverage_note for r in timed))

@@ -9,7 +9,7 @@
       paper:   {...}            # overrides, deep-merged onto ``default``
 
 Each family declares a pydantic model of its parameters in
-``memrl/params/<family>.py`` (shared blocks and types live here); a wrong type, a
+``memrl/families/<family>/params.py`` (shared blocks and types live here); a wrong type, a
 non-positive budget or an unknown key fails here with one clear message that
 names the offending key, never halfway through a run.
 """
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import copy
 import importlib
-import pkgutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
@@ -99,18 +98,18 @@ class RuntimeParams(StrictModel):
 
 # --------------------------------------------------------------------------- loading
 def families() -> list[str]:
-    """The known families: one schema module each under :mod:`memrl.params`."""
-    import memrl.params
+    """The known families, in report order (from :data:`memrl.families.FAMILIES`)."""
+    from memrl.families import NAMES
 
-    return sorted(m.name for m in pkgutil.iter_modules(memrl.params.__path__))
+    return list(NAMES)
 
 
 def family_schema(family: str) -> type[BaseModel]:
-    """The pydantic model of ``family``'s section (``memrl.params.<family>.FAMILY_PARAMS``)."""
+    """The pydantic model of ``family``'s section (``memrl.families.<family>.params``)."""
     known = families()
     if family not in known:
         raise ConfigError(f"unknown family '{family}'; known: {', '.join(known)}")
-    return importlib.import_module(f"memrl.params.{family}").FAMILY_PARAMS
+    return importlib.import_module(f"memrl.families.{family}.params").FAMILY_PARAMS
 
 
 def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:

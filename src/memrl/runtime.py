@@ -1,14 +1,11 @@
-"""Device, threads, seeding, atomic writes and parallel seeds."""
+"""Device, threads, seeding, caches and atomic writes."""
 
 from __future__ import annotations
 
 import json
-import multiprocessing as mp
 import os
 import random
 import tempfile
-from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
@@ -34,6 +31,13 @@ def repo_root() -> Path:
             if (cand / "params.yaml").is_file() and (cand / "dvc.yaml").is_file():
                 return cand
     raise FileNotFoundError("cannot find the memrl project root (params.yaml + dvc.yaml)")
+
+
+def cache_dir() -> Path:
+    """Where models, converted weights and interactive runs are kept: ``$MEMRL_CACHE``, else
+    ``<repo>/.cache`` (the repo root is looked up only when the variable is unset)."""
+    env = os.environ.get("MEMRL_CACHE")
+    return Path(env) if env else repo_root() / ".cache"
 
 
 def get_device(device: str = "auto") -> str:
@@ -113,51 +117,3 @@ def _json_default(o: Any) -> Any:
     if isinstance(o, np.ndarray):
         return o.tolist()
     raise TypeError(f"not JSON serialisable: {type(o)}")
-
-
-# --------------------------------------------------------------------------- parallel seeds
-def _init_worker(threads: int) -> None:
-    set_torch_threads(threads)
-
-
-def _call(job: tuple[Callable[..., Any], dict[str, Any]]) -> Any:
-    fn, kwargs = job
-    return fn(**kwargs)
-
-
-def run_jobs(
-    fn: Callable[..., Any],
-    jobs: Iterable[dict[str, Any]],
-    workers: int = 2,
-    threads: int = 1,
-    desc: str = "runs",
-) -> list[Any]:
-    """Run ``fn(**kw)`` for each ``kw`` in ``jobs``, ``workers`` processes at once.
-
-    Results come back in job order, so the outcome never depends on scheduling;
-    each job seeds itself from its own arguments.
-    """
-    from tqdm.auto import tqdm
-
-    jobs = list(jobs)
-    bar = tqdm(total=len(jobs), desc=desc, disable=not progress_enabled(), leave=False)
-    results: list[Any] = [None] * len(jobs)
-    if workers <= 1 or len(jobs) <= 1:
-        _init_worker(threads)
-        for i, kw in enumerate(jobs):
-            results[i] = fn(**kw)
-            bar.update()
-    else:
-        ctx = mp.get_context("spawn")
-        with ProcessPoolExecutor(
-            max_workers=min(workers, len(jobs)),
-            mp_context=ctx,
-            initializer=_init_worker,
-            initargs=(threads,),
-        ) as pool:
-            futures = {pool.submit(_call, (fn, kw)): i for i, kw in enumerate(jobs)}
-            for fut in as_completed(futures):
-                results[futures[fut]] = fut.result()
-                bar.update()
-    bar.close()
-    return results

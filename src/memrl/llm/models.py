@@ -26,7 +26,7 @@ from typing import NamedTuple
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
-from memrl.runtime import get_device, repo_root  # noqa: E402
+from memrl.runtime import cache_dir, get_device  # noqa: E402
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -40,11 +40,6 @@ class LoadedModel(NamedTuple):
 
 class ModelNotFoundError(FileNotFoundError):
     """The requested model is not on this machine (nothing is fetched at run time)."""
-
-
-def cache_dir() -> Path:
-    """Where converted models are kept (``$MEMRL_CACHE`` or ``<repo>/.cache``)."""
-    return Path(os.environ.get("MEMRL_CACHE", repo_root() / ".cache"))
 
 
 def smollm2_gguf() -> Path:

@@ -63,3 +63,21 @@ def iqm_ci(scores, reps: int = 2000, seed: int = 0) -> Estimate:
     return Estimate(
         float(point["x"][0]), float(interval["x"][0, 0]), float(interval["x"][1, 0]), x.shape[0]
     )
+
+
+def stable_seed(*parts: str) -> int:
+    """A bootstrap seed from names (e.g. a claim id and an estimate's name): the same
+    estimate always gets the same interval, whatever else the family computes."""
+    import hashlib
+
+    return int(hashlib.sha256("\0".join(parts).encode()).hexdigest()[:8], 16)
+
+
+def estimate(values, claim_id: str, name: str, reps: int = 2000) -> Estimate:
+    """:func:`iqm_ci` of ``values`` seeded by ``(claim_id, name)``."""
+    return iqm_ci(np.asarray(values, dtype=np.float64), reps=reps, seed=stable_seed(claim_id, name))
+
+
+def reference(value: float) -> Estimate:
+    """A constant from a paper to compare against (``n = 0``: not a run of ours)."""
+    return Estimate(float(value), float(value), float(value), 0)

@@ -35,6 +35,7 @@ class Claim:
     paper_value: str  # as the paper states it; qualitative where no number could be verified
     metric: str
     higher_is_better: bool
+    machine_dependent: bool = False  # wall-clock: differs between machines (no determinism check)
 
 
 BEATS, MATCHES = "beats", "matches or beats"

@@ -37,6 +37,12 @@ def parse_method(name: str) -> tuple[str, str | None, bool]:
     return parts[0], core, parts[-1] == "shared"
 
 
+def short_env(env_id: str) -> str:
+    """``memrl/Pendulum-V-v1`` -> ``Pendulum-V``; ``popgym/PositionOnlyCartPoleEasy-v0`` ->
+    ``PositionOnlyCartPoleEasy``."""
+    return env_id.split("/")[-1].rsplit("-v", 1)[0]
+
+
 class RecurrentParams(StrictModel):
     """Recurrent SAC / TD3 / SAC-discrete (the method name sets ``core`` and ``shared_encoder``)."""
 

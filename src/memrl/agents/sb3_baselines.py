@@ -1,0 +1,208 @@
+"""Stable-Baselines3 baselines, trained and evaluated the same way for every family.
+
+Each function trains one SB3 model with one seed and returns its per-episode training
+log (``episode_returns``, ``episode_lengths``) and, where asked, the returns of
+deterministic evaluation episodes on an env seeded apart from training's
+(``seed + EVAL_SEED_OFFSET``). Hyperparameter blocks are the validated pydantic models
+of :mod:`memrl.config`; :func:`memrl.agents.sb3.sb3_kwargs` maps them onto SB3.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memrl.agents.sb3 import minatar_cnn_extractor, sb3_kwargs
+from memrl.runtime import get_device
+
+EVAL_SEED_OFFSET = 10_000  # evaluation envs never share a seed with training envs
+
+
+def evaluate_returns(model: Any, env: Any, episodes: int) -> list[float]:
+    """Returns of ``episodes`` deterministic episodes of an SB3 model (recurrent or not)."""
+    from stable_baselines3.common.evaluation import evaluate_policy
+
+    returns, _ = evaluate_policy(
+        model, env, n_eval_episodes=episodes, deterministic=True, return_episode_rewards=True
+    )
+    return [float(r) for r in returns]
+
+
+def _log(env: Any) -> dict[str, list]:
+    return {
+        "episode_returns": list(env.get_episode_rewards()),
+        "episode_lengths": list(env.get_episode_lengths()),
+    }
+
+
+def sac_train(env_id: str, hp: Any, total_steps: int, seed: int, eval_episodes: int) -> dict:
+    """SB3 SAC with an MLP (the memoryless baseline of the recurrent family)."""
+    from stable_baselines3 import SAC
+    from stable_baselines3.common.monitor import Monitor
+
+    from memrl.envs.registry import make
+
+    env = Monitor(make(env_id, seed))
+    model = SAC("MlpPolicy", env, **sb3_kwargs(hp, seed)).learn(total_steps)
+    evals = evaluate_returns(model, Monitor(make(env_id, seed + EVAL_SEED_OFFSET)), eval_episodes)
+    return {**_log(env), "eval_returns": evals}
+
+
+def rppo_train(env_id: str, hp: Any, total_steps: int, seed: int, eval_episodes: int) -> dict:
+    """sb3-contrib RecurrentPPO (rl-zoo ``ppo_lstm`` settings) on ``hp.n_envs`` envs.
+
+    Episode "lengths" are the global env steps between successive episode ends, so
+    curves share the x-axis of the off-policy runs (env steps summed over envs).
+    """
+    import numpy as np
+    from sb3_contrib import RecurrentPPO
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.env_util import make_vec_env
+    from torch import nn
+
+    from memrl.envs.registry import make
+
+    ends: list[int] = []
+    returns: list[float] = []
+
+    class Episodes(BaseCallback):
+        def _on_step(self) -> bool:
+            for info in self.locals["infos"]:
+                if "episode" in info:
+                    ends.append(self.num_timesteps)
+                    returns.append(float(info["episode"]["r"]))
+            return True
+
+    venv = make_vec_env(lambda: make(env_id), n_envs=hp.n_envs, seed=seed)
+    model = RecurrentPPO(
+        "MlpLstmPolicy",
+        venv,
+        n_steps=hp.n_steps,
+        batch_size=hp.batch_size,
+        n_epochs=hp.n_epochs,
+        learning_rate=hp.learning_rate,
+        gamma=hp.gamma,
+        gae_lambda=hp.gae_lambda,
+        clip_range=hp.clip_range,
+        ent_coef=hp.ent_coef,
+        policy_kwargs={
+            "ortho_init": False,
+            "activation_fn": nn.ReLU,
+            "lstm_hidden_size": hp.lstm_hidden_size,
+            "enable_critic_lstm": True,
+            "net_arch": {"pi": list(hp.net_arch), "vf": list(hp.net_arch)},
+        },
+        seed=seed,
+        device=get_device(),
+        verbose=0,
+    )
+    model.learn(total_steps, callback=Episodes())
+    eval_env = make_vec_env(lambda: make(env_id), n_envs=1, seed=seed + EVAL_SEED_OFFSET)
+    return {
+        "episode_returns": returns,
+        "episode_lengths": np.diff([0, *ends]).tolist(),
+        "eval_returns": evaluate_returns(model, eval_env, eval_episodes),
+    }
+
+
+def dqn_train(env_id: str, hp: Any, total_steps: int, seed: int) -> dict[str, Any]:
+    """SB3 DQN (MinAtar's network on MinAtar frames, an MLP on vector observations)."""
+    from stable_baselines3 import DQN
+    from stable_baselines3.common.monitor import Monitor
+
+    from memrl.envs.registry import is_image, make
+
+    env = Monitor(make(env_id, seed))
+    kwargs = sb3_kwargs(hp, seed)
+    policy = "MlpPolicy"
+    if is_image(env):
+        policy = "CnnPolicy"
+        kwargs["policy_kwargs"].update(
+            features_extractor_class=minatar_cnn_extractor(), normalize_images=False
+        )
+    DQN(policy, env, **kwargs).learn(total_steps)
+    return {**_log(env), "memory_size": min(hp.buffer_size, total_steps)}  # transitions kept
+
+
+def per_dqn_train(
+    env_id: str, hp: Any, per: dict[str, float] | None, total_steps: int, seed: int,
+    eval_episodes: int,
+) -> dict[str, Any]:  # fmt: skip
+    """SB3 DQN, with prioritized replay (:class:`memrl.agents.per_dqn.PrioritizedDQN`) when
+    ``per`` gives its ``alpha`` and ``beta0``; evaluated on ``eval_episodes`` episodes
+    (mean return in ``eval_return``)."""
+    import gymnasium as gym
+    import numpy as np
+    from stable_baselines3 import DQN
+    from stable_baselines3.common.monitor import Monitor
+
+    from memrl.agents.per_dqn import PrioritizedDQN
+
+    env = Monitor(gym.make(env_id))
+    kwargs = sb3_kwargs(hp, seed)
+    if per is not None:
+        model = PrioritizedDQN("MlpPolicy", env, replay_buffer_kwargs=dict(per), **kwargs)
+    else:
+        model = DQN("MlpPolicy", env, **kwargs)
+    model.learn(total_steps)
+    eval_env = Monitor(gym.make(env_id))
+    eval_env.reset(seed=seed + EVAL_SEED_OFFSET)
+    evals = evaluate_returns(model, eval_env, eval_episodes)
+    return {**_log(env), "eval_return": float(np.mean(evals))}
+
+
+def her_dqn_success(
+    n_bits: int, hp: Any, her: dict[str, Any] | None, total_steps: int, seed: int,
+    eval_episodes: int,
+) -> float:  # fmt: skip
+    """SB3 DQN on SB3's bit-flipping env (with ``HerReplayBuffer(**her)`` when given): the
+    success rate of ``eval_episodes`` deterministic episodes after training."""
+    from stable_baselines3 import DQN, HerReplayBuffer
+    from stable_baselines3.common.envs import BitFlippingEnv
+
+    env = BitFlippingEnv(n_bits=n_bits, continuous=False, max_steps=n_bits)
+    kwargs = sb3_kwargs(hp, seed)
+    if her is not None:
+        kwargs["replay_buffer_class"] = HerReplayBuffer
+        kwargs["replay_buffer_kwargs"] = dict(her)
+    model = DQN("MultiInputPolicy", env, **kwargs)
+    model.learn(total_steps)
+
+    eval_env = BitFlippingEnv(n_bits=n_bits, continuous=False, max_steps=n_bits)
+    successes = 0
+    for ep in range(eval_episodes):
+        obs, _ = eval_env.reset(seed=seed + EVAL_SEED_OFFSET + ep)
+        done = False
+        info: dict[str, Any] = {}
+        while not done:
+            action, _ = model.predict(obs, deterministic=True)
+            obs, _, terminated, truncated, info = eval_env.step(action)
+            done = terminated or truncated
+        successes += bool(info.get("is_success", False))
+    return successes / eval_episodes
+
+
+def sac_with_prior_train(
+    env_id: str, hp: Any, prior: Any, prior_fraction: float, total_steps: int, seed: int,
+    eval_episodes: int,
+) -> dict[str, Any]:  # fmt: skip
+    """SB3 SAC whose batches mix ``prior_fraction`` of ``prior`` transitions (a
+    :class:`memrl.memory.mixed.Transitions`; Replay across Experiments) with its own;
+    ``prior=None`` trains from scratch. Mean evaluation return in ``eval_return``."""
+    import gymnasium as gym
+    from stable_baselines3 import SAC
+    from stable_baselines3.common.evaluation import evaluate_policy
+    from stable_baselines3.common.monitor import Monitor
+
+    from memrl.memory.mixed import MixedReplayBuffer
+
+    env = Monitor(gym.make(env_id))
+    kwargs = sb3_kwargs(hp, seed)
+    if prior is not None:
+        kwargs["replay_buffer_class"] = MixedReplayBuffer
+        kwargs["replay_buffer_kwargs"] = {"prior": prior, "prior_fraction": prior_fraction}
+    model = SAC("MlpPolicy", env, **kwargs)
+    model.learn(total_steps)
+    eval_env = Monitor(gym.make(env_id))
+    eval_env.reset(seed=seed + EVAL_SEED_OFFSET)
+    final, _ = evaluate_policy(model, eval_env, n_eval_episodes=eval_episodes, deterministic=True)
+    return {**_log(env), "eval_return": float(final)}

@@ -1,0 +1,1 @@
+"""The episodic_control family: params, jobs, claims and tables."""

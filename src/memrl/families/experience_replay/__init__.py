@@ -1,0 +1,1 @@
+"""The experience_replay family: params, jobs, claims and tables."""

@@ -1,0 +1,1 @@
+"""The llm_memory_rl family: params, jobs, claims and tables."""

@@ -1,0 +1,1 @@
+"""The recurrent_off_policy family: params, jobs, claims and tables."""

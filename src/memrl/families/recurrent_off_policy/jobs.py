@@ -1,0 +1,144 @@
+"""The recurrent off-policy family's jobs: one (env or T-Maze length, method, seed) each,
+plus the FFM-vs-GRU timing. Nothing here knows about claims or plots.
+
+Methods are named ``SAC`` (SB3, an MLP with no memory), ``RPPO`` (sb3-contrib
+RecurrentPPO) or ``<RSAC|RTD3|SACD>-<core>[-shared]`` (:mod:`memrl.agents`).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from memrl.families.recurrent_off_policy.params import (
+    RecurrentOffPolicyParams,
+    RecurrentParams,
+    RecurrentPPOParams,
+    parse_method,
+    short_env,
+)
+from memrl.jobs import JobSpec
+
+TMAZE_ID = "memrl/PassiveTMaze-v0"
+HERE = "memrl.families.recurrent_off_policy.jobs"
+
+# rough core-seconds per env step, to start the longest jobs first; only the order matters
+_COST = {"RSAC": 0.020, "RTD3": 0.014, "SACD": 0.006, "SAC": 0.008, "RPPO": 0.004}
+
+
+def run_job(
+    env_id: str,
+    method: str,
+    seed: int,
+    total_timesteps: int,
+    hp: dict[str, Any],
+    eval_episodes: int,
+    curve_points: int,
+    length: int = 0,
+) -> dict[str, Any]:
+    """Train one method on one env (or a T-Maze of ``length``) with one seed; a tidy row."""
+    from memrl.agents import recurrent_sac, recurrent_sac_discrete, recurrent_td3
+    from memrl.agents.sb3_baselines import rppo_train, sac_train
+    from memrl.config import SACParams
+    from memrl.envs.registry import make
+    from memrl.runtime import seed_everything
+    from memrl.stats.curves import episode_curve, window_mean
+
+    seed_everything(seed)
+    algo = parse_method(method)[0]
+    if algo == "SAC":
+        out = sac_train(env_id, SACParams(**hp), total_timesteps, seed, eval_episodes)
+    elif algo == "RPPO":
+        out = rppo_train(env_id, RecurrentPPOParams(**hp), total_timesteps, seed, eval_episodes)
+    else:
+        env = make(env_id, seed, **({"length": length} if length else {}))
+        train = {"RSAC": recurrent_sac, "RTD3": recurrent_td3, "SACD": recurrent_sac_discrete}
+        p = RecurrentParams(**hp)
+        out = train[algo].train(env, p, total_timesteps, seed, eval_episodes)
+        out.pop("seconds", None)  # the store records every job's wall time
+    rets, lens, evals = out["episode_returns"], out["episode_lengths"], out["eval_returns"]
+    t = total_timesteps
+    grid = np.linspace(t / curve_points, t, curve_points).astype(int)
+    row = {
+        "env": f"T-Maze L={length}" if length else short_env(env_id),
+        "env_id": env_id,
+        "method": method,
+        "length": length,
+        "seed": seed,
+        "total_timesteps": t,
+        "episodes": len(rets),
+        "eval_return": float(np.mean(evals)),
+        "late_train_return": window_mean(rets, lens, int(0.8 * t), t),  # last 20% of training
+        "grid": grid.tolist(),
+        "curve": episode_curve(rets, lens, grid),
+    }
+    if length:  # success = reward 1 for the turn at the junction
+        row["success"] = float(np.mean(np.asarray(evals) >= 1.0))
+    return row
+
+
+def ffm_timing(batch: int, steps: int, inputs: int, hidden: int, repeats: int) -> dict[str, Any]:
+    """Forward + backward time of one training step over a batch of sequences for FFM, a
+    per-step ``GRUCell`` loop (the FFM paper's baseline) and fused ``nn.GRU``, at the FFM
+    paper's sizes; ``repeats + 2`` timings each (ms). Wall-clock: machine-dependent."""
+    import torch as th
+    from torch import nn
+
+    from memrl.memory.cores import FFMCore
+
+    th.manual_seed(0)
+    x = th.randn(batch, steps, inputs)
+    ffm = FFMCore(inputs, hidden, memory_size=32, context_size=4)
+    cell = nn.GRUCell(inputs, hidden)
+    gru = nn.GRU(inputs, hidden, batch_first=True)
+
+    def run_cell() -> th.Tensor:
+        h, ys = th.zeros(batch, hidden), []
+        for t in range(steps):
+            h = cell(x[:, t], h)
+            ys.append(h)
+        return th.stack(ys, 1)
+
+    cores = [
+        ("FFM", lambda: ffm(x, ffm.initial_state(batch))[0], list(ffm.parameters())),
+        ("GRUCell loop", run_cell, list(cell.parameters())),
+        ("nn.GRU (fused)", lambda: gru(x)[0], list(gru.parameters())),
+    ]
+    ms: dict[str, list[float]] = {}
+    for name, fn, params in cores:
+        fn().sum().backward()  # warm-up
+        ms[name] = []
+        for _ in range(repeats + 2):  # at least 3 timings each for a CI
+            for p in params:
+                p.grad = None
+            start = time.perf_counter()
+            fn().sum().backward()
+            ms[name].append(1e3 * (time.perf_counter() - start))
+    return {"ms": ms}
+
+
+def grid(cfg: RecurrentOffPolicyParams) -> list[JobSpec]:
+    """Every run of the profile (each with only the parameters it reads) and the timing."""
+
+    def spec(env_id: str, method: str, seed: int, steps: int, length: int = 0) -> JobSpec:
+        algo = parse_method(method)[0]
+        hp = {"SAC": cfg.sac, "RPPO": cfg.rppo}.get(algo) or cfg.agent_params(method)
+        n_eval = cfg.tmaze.eval_episodes if length else cfg.eval_episodes
+        kw = {"env_id": env_id, "method": method, "seed": seed, "total_timesteps": steps,
+              "hp": hp.model_dump(mode="json"), "eval_episodes": n_eval,
+              "curve_points": cfg.curve_points}  # fmt: skip
+        if length:
+            kw["length"] = length
+        where = f"T-Maze L={length}" if length else short_env(env_id)
+        return JobSpec(f"{HERE}:run_job", kw, _COST[algo] * steps, label=f"{method} · {where} · seed {seed}")  # fmt: skip
+
+    out = [JobSpec(f"{HERE}:ffm_timing", dict(cfg.benchmark), 1e9, label="FFM vs GRU timing")]
+    for s in range(cfg.seeds):
+        for e in cfg.envs:
+            out += [spec(e.env_id, m, s, e.total_timesteps) for m in e.methods]
+        for length in cfg.tmaze.lengths:
+            out += [spec(TMAZE_ID, m, s, cfg.tmaze.episodes * length, length)
+                    for m in cfg.tmaze.methods]  # fmt: skip
+    return out

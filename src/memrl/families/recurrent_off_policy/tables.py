@@ -1,0 +1,77 @@
+"""The recurrent off-policy family's stored runs as tables: runs, curves, T-Maze success,
+the FFM timing, and the CSVs ``dvc plots`` draws."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import pandas as pd
+
+from memrl.families import Plot
+from memrl.stats.aggregate import estimate
+
+PLOTS = (
+    Plot("Pendulum-V.csv", "step", ("SAC", "RSAC-LSTM", "RTD3-LSTM", "RSAC-LSTM-shared"),
+         "Pendulum-V (velocities only): training return (IQM over seeds)"),
+    Plot("Pendulum-P.csv", "step", ("SAC", "RSAC-LSTM"),
+         "Pendulum-P (positions only): training return (IQM over seeds)"),
+    Plot("CartPole-P.csv", "step", ("RPPO",),
+         "CartPole-P (positions only): RecurrentPPO training return (IQM over seeds)"),
+    Plot("PositionOnlyCartPoleEasy.csv", "step", ("SACD-GRU", "SACD-FFM"),
+         "POPGym PositionOnlyCartPoleEasy: training return (IQM over seeds)"),
+    Plot("tmaze.csv", "length", ("SACD-GRU", "SACD-window"),
+         "Passive T-Maze: success rate against corridor length (IQM over seeds)"),
+)  # fmt: skip
+
+
+class Runs(NamedTuple):
+    """Every stored run of the family: ``main`` (one row per env, method and seed), ``tmaze``
+    (one per T-Maze length, method and seed) and ``timing`` (FFM vs GRU, ms per repeat)."""
+
+    main: pd.DataFrame
+    tmaze: pd.DataFrame
+    timing: pd.DataFrame | None
+
+    def budgets(self) -> dict[str, int]:
+        """Env -> training steps of its runs."""
+        return dict(zip(self.main.env, self.main.total_timesteps.astype(int), strict=False))
+
+
+def load(results: Sequence[dict[str, Any]], env_order: Sequence[str] = ()) -> Runs:
+    """Stored results (see :meth:`memrl.jobs.RunStore.results`) as :class:`Runs`; rows ordered
+    by ``env_order`` (the profile's env order), method and seed."""
+    timing = [r for r in results if "ms" in r]
+    df = pd.DataFrame([r for r in results if "ms" not in r])
+    order = {e: i for i, e in enumerate(env_order)}
+    df = df.assign(_o=df.env.map(order).fillna(len(order) + df.length))
+    df = df.sort_values(["_o", "method", "seed"], kind="stable").drop(columns="_o")
+    df = df.reset_index(drop=True)
+    t = None
+    if timing:
+        t = pd.DataFrame(
+            [{"core": c, "repeat": i, "ms": v} for c, ms in timing[0]["ms"].items()
+             for i, v in enumerate(ms)]
+        )  # fmt: skip
+    return Runs(df[df.length == 0].reset_index(drop=True), df[df.length > 0], t)
+
+
+def tmaze_success(runs: Runs, reps: int) -> pd.DataFrame:
+    """Success rate against T-Maze length per method: IQM over seeds with a 95% CI."""
+    rows = []
+    for (m, L), g in runs.tmaze.groupby(["method", "length"]):
+        e = estimate(g.success, "tmaze", f"{m} · L={L}", reps)
+        rows.append({"method": m, "length": L, "iqm": e.iqm, "ci_low": e.ci_low, "ci_high": e.ci_high})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def plot_data(curve_df: pd.DataFrame, success_df: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Wide tables for ``dvc plots`` (see :data:`PLOTS`): per env (step, one IQM column per
+    method) and T-Maze success (length, one column per method)."""
+    out = {}
+    for env, g in curve_df.groupby("env", sort=False):
+        out[f"{env}.csv"] = g.pivot(index="step", columns="method", values="iqm").reset_index()
+    if len(success_df):
+        wide = success_df.pivot(index="length", columns="method", values="iqm").reset_index()
+        out["tmaze.csv"] = wide
+    return out

@@ -1,0 +1,268 @@
+"""The pipeline's commands: each family's two DVC stages, ``dvc.yaml`` itself, and ``repro``.
+
+    python -m memrl.pipeline runs FAMILY [--profile P]      # stage runs_<family>: the jobs
+    python -m memrl.pipeline notebook FAMILY [--profile P]  # stage <family>: claims, plots
+    python -m memrl.pipeline dvc-yaml [--check]             # dvc.yaml from the registry
+    python -m memrl.pipeline repro [DVC ARGS...]            # dvc repro, cleanly interruptible
+
+``runs`` executes the jobs its store lacks (:mod:`memrl.jobs`), removes results no longer in
+the grid and writes ``manifest.json`` last. ``notebook`` runs the family notebook with
+papermill into a staging folder and moves its outputs over the last good ones only when
+it succeeded, so a failed or interrupted stage never leaves half-written or missing
+results (the stages' outputs are ``persist``-ed: DVC does not delete them first).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from memrl import families
+from memrl.config import load_family, load_runtime
+from memrl.jobs import MissingRunsError, Report, RunStore, execute, raise_on_sigterm
+from memrl.runtime import cache_dir, repo_root
+
+PROFILE_PARAM = "${profile}"
+
+
+# =========================================================================== stage runs_<family>
+def run_jobs(
+    family: str, profile: str | None = None, store_dir: str | Path | None = None,
+    executor: str | None = None,
+) -> Report:  # fmt: skip
+    """Run the family's jobs for ``profile`` into ``store_dir`` (default: its runs folder),
+    skipping stored ones; then prune stale results and write the manifest."""
+    fam = families.get(family)
+    cfg = load_family(family, profile)
+    rt = load_runtime()
+    preflight = getattr(fam.module("jobs"), "preflight", None)
+    if preflight is not None:
+        preflight(cfg)  # e.g. a missing model or data set fails here, before any job
+    specs = fam.grid(cfg)
+    store = RunStore(store_dir if store_dir is not None else repo_root() / fam.runs_dir)
+    store.root.mkdir(parents=True, exist_ok=True)
+    (store.root / "manifest.json").unlink(missing_ok=True)  # written again once all are in
+    report = execute(specs, store, executor, rt.workers, rt.torch_threads, desc=family)
+    store.prune(specs)
+    store.write_manifest(
+        specs,
+        {"family": family, "profile": profile or _profile(), "params": families.params_fingerprint(cfg)},
+    )  # fmt: skip
+    return report
+
+
+def _profile() -> str:
+    from memrl.config import read_params
+
+    return read_params().get("profile", "default")
+
+
+def load_results(family: str, profile: str, runs_dir: str = "") -> list[dict[str, Any]]:
+    """The family's stored results for ``profile``.
+
+    With ``runs_dir`` (what the DVC stage passes), read that store and check it was made
+    for this profile and these parameters. Without it (JupyterLab, nbval), run the jobs
+    into a cache store first: stored ones are reused, missing ones run.
+    """
+    fam = families.get(family)
+    cfg = load_family(family, profile)
+    if not runs_dir:
+        store_dir = cache_dir() / "runs" / family / profile
+        run_jobs(family, profile, store_dir)
+        return RunStore(store_dir).results()
+    store = RunStore(runs_dir if Path(runs_dir).is_absolute() else repo_root() / runs_dir)
+    man = store.manifest()
+    if man.get("profile") != profile or man.get("params") != families.params_fingerprint(cfg):
+        raise MissingRunsError(
+            f"the runs in {store.root} were made for profile '{man.get('profile')}' with other "
+            f"parameters than profile '{profile}' has now: run `dvc repro runs_{fam.name}` "
+            f"(or `python -m memrl.pipeline runs {fam.name} --profile {profile}`)"
+        )
+    return store.results()
+
+
+# =========================================================================== stage <family>
+def run_notebook(family: str, profile: str | None = None) -> Path:
+    """Execute ``notebooks/<family>.ipynb`` on the stored runs; publish its outputs (the
+    executed notebook, figures, tables, plots, claims and metrics) only if it succeeded."""
+    import papermill as pm
+
+    fam = families.get(family)
+    root = repo_root()
+    out = root / fam.results
+    staging = out / ".staging"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    try:
+        pm.execute_notebook(
+            str(root / "notebooks" / f"{family}.ipynb"),
+            str(staging / f"{family}.ipynb"),
+            parameters={
+                "profile": profile or _profile(),
+                "output_dir": str(staging),
+                "runs_dir": fam.runs_dir,
+            },  # fmt: skip
+            kernel_name="python3",
+            progress_bar=False,
+            cwd=str(root),
+        )
+        _publish(staging, out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return out
+
+
+def _publish(staging: Path, out: Path) -> None:
+    """Move every entry of ``staging`` over its namesake in ``out`` (folders swapped whole)."""
+    for src in sorted(staging.iterdir()):
+        dst = out / src.name
+        if src.is_dir():
+            old = out / f".{src.name}.old"
+            shutil.rmtree(old, ignore_errors=True)
+            if dst.exists():
+                dst.rename(old)
+            src.rename(dst)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(src, dst)
+
+
+NOTEBOOK_OUTPUTS = ("figures", "tables")  # folders the notebook writes besides plots/
+
+
+# =========================================================================== dvc.yaml
+def dvc_yaml() -> dict[str, Any]:
+    """The pipeline, derived from :data:`memrl.families.FAMILIES`."""
+    py = "python -m memrl.pipeline"
+    stages: dict[str, Any] = {}
+    runner = ["src/memrl/pipeline.py", "src/memrl/jobs.py", "src/memrl/families/__init__.py"]
+    for fam in families.FAMILIES:
+        f, res = fam.name, fam.results
+        stages[f"runs_{f}"] = {
+            "cmd": f"{py} runs {f} --profile {PROFILE_PARAM}",
+            "deps": sorted(set(fam.job_sources()) | set(runner)) + list(fam.data),
+            "params": ["profile", "runtime", f],
+            "outs": [{fam.runs_dir: {"persist": True}}],
+        }
+        outs: list[Any] = [{f"{res}/{f}.ipynb": {"persist": True}}]
+        outs += [{f"{res}/{d}": {"persist": True}} for d in NOTEBOOK_OUTPUTS]
+        outs += [{f"{res}/claims.json": {"cache": False, "persist": True}}]
+        outs += [{f"{res}/plots/{p.file}": {"cache": False, "persist": True}} for p in fam.plots]
+        stages[f] = {
+            "cmd": f"{py} notebook {f} --profile {PROFILE_PARAM}",
+            "deps": [f"notebooks/{f}.ipynb"]
+            + sorted(set(fam.analysis_sources()) | set(runner))
+            + [fam.runs_dir],
+            "params": ["profile", f],
+            "outs": outs,
+            "metrics": [{f"{res}/metrics.json": {"cache": False, "persist": True}}],
+        }
+    stages["report"] = {
+        "cmd": "python -m memrl.report results",
+        "deps": ["src/memrl/report.py", "src/memrl/families/__init__.py", "src/memrl/stats/claims.py"]
+        + [f"{fam.results}/claims.json" for fam in families.FAMILIES],
+        "outs": [{"results/REPORT.md": {"cache": False}}, {"results/report.json": {"cache": False}}],
+    }  # fmt: skip
+    plots = [
+        {f"{fam.results}/plots/{p.file}": {"x": p.x, "y": list(p.y), "title": p.title}}
+        for fam in families.FAMILIES
+        for p in fam.plots
+    ]
+    return {"stages": stages, "plots": plots}
+
+
+HEADER = """\
+# Generated by `python -m memrl.pipeline dvc-yaml` from the family registry
+# (src/memrl/families/__init__.py); tests/test_pipeline.py fails when it is out of date.
+# Per family: runs_<family> executes its jobs into results/<family>/runs (one file per job,
+# kept across runs: an interrupted stage resumes), then <family> runs its notebook on them.
+"""
+
+
+def render_dvc_yaml() -> str:
+    return HEADER + yaml.safe_dump(dvc_yaml(), sort_keys=False, width=100)
+
+
+# =========================================================================== repro
+def repro(args: list[str]) -> int:
+    """``dvc repro ARGS`` in its own process group; SIGINT/SIGTERM stop the whole group
+    (DVC, the stage, its workers) cleanly, then forcibly after 30 s."""
+    proc = subprocess.Popen(["dvc", "repro", *args], start_new_session=True)
+    stopping = []
+
+    def forward(signum, frame):  # noqa: ARG001
+        stopping.append(signum)
+        try:
+            os.killpg(proc.pid, signal.SIGINT)  # DVC passes it on; the stage cleans up
+        except ProcessLookupError:
+            pass
+
+    signal.signal(signal.SIGINT, forward)
+    signal.signal(signal.SIGTERM, forward)
+    try:
+        rc = proc.wait()
+    except KeyboardInterrupt:
+        rc = proc.wait()
+    if stopping:
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pass
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # anything still left in the group
+        except ProcessLookupError:
+            pass
+        print("\nmemrl: stopped; finished jobs are kept, `make repro` resumes", file=sys.stderr)
+        return 128 + stopping[0]
+    return rc
+
+
+# =========================================================================== CLI
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m memrl.pipeline", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    for name in ("runs", "notebook"):
+        p = sub.add_parser(name)
+        p.add_argument("family", choices=families.NAMES)
+        p.add_argument("--profile", default=None)
+        if name == "runs":
+            p.add_argument("--executor", choices=("process", "ray"), default=None)
+    p = sub.add_parser("dvc-yaml")
+    p.add_argument("--check", action="store_true", help="fail if dvc.yaml is out of date")
+    sub.add_parser("repro", add_help=False)
+    args, rest = ap.parse_known_args(argv)
+    if args.cmd == "repro":
+        return repro(rest)
+    if rest:
+        ap.error(f"unrecognized arguments: {' '.join(rest)}")
+    if args.cmd == "runs":
+        raise_on_sigterm()
+        report = run_jobs(args.family, args.profile, executor=args.executor)
+        print(f"{args.family}: {report}")
+    elif args.cmd == "notebook":
+        raise_on_sigterm()
+        print(f"wrote {run_notebook(args.family, args.profile)}")
+    else:
+        path = repo_root() / "dvc.yaml"
+        text = render_dvc_yaml()
+        if args.check:
+            if path.read_text() != text:
+                print("dvc.yaml is out of date: run `python -m memrl.pipeline dvc-yaml`")
+                return 1
+        else:
+            path.write_text(text)
+            print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
