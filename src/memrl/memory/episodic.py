@@ -61,7 +61,8 @@ class EpisodicMemory:
         q = np.ascontiguousarray(x, dtype=np.float32)
         if q.size % self.dim:
             raise ValueError(f"keys must have {self.dim} columns, got shape {np.shape(x)}")
-        return q.reshape(-1, self.dim)
+        # + 0.0 turns -0.0 into 0.0: equal keys must have equal bytes (exact matches hash them)
+        return q.reshape(-1, self.dim) + np.float32(0.0)
 
     def _sq_distances(self, q: np.ndarray) -> np.ndarray:
         """Squared distances, shape (n_queries, size), clipped at 0 against round-off."""

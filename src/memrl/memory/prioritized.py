@@ -82,6 +82,13 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         # one leaf per (slot, env) pair: leaf = pos * n_envs + env
         self.tree = SumTree(self.buffer_size * self.n_envs)
 
+    def reset(self) -> None:
+        """Empty the buffer as SB3's ``reset()`` does, priorities and beta included."""
+        super().reset()
+        self.tree = SumTree(self.buffer_size * self.n_envs)
+        self.max_priority = 1.0
+        self.beta = self.beta0
+
     def set_progress(self, progress: float) -> None:
         """Anneal beta linearly from ``beta0`` (progress 0) to 1 (progress 1)."""
         progress = min(max(float(progress), 0.0), 1.0)
