@@ -36,40 +36,45 @@
 # neighbours.
 #
 # All training code lives in `memrl` (`memrl.agents.mfec`, `memrl.agents.nec`,
-# `memrl.memory.episodic`, `memrl.memory.dnd`, `memrl.experiments.episodic_control`); this
-# notebook runs it, plots it and states the verdicts. The defaults below are the quick
-# `smoke` profile; `dvc repro` runs it with the profile named in `params.yaml`.
+# `memrl.memory.episodic`, `memrl.memory.dnd`); each (env, method, seed) is one job of
+# `memrl.families.episodic_control.jobs`, stored on its own by the `runs_episodic_control`
+# stage. This notebook loads the runs, plots them and states the verdicts
+# (`memrl.families.episodic_control.claims`). Opened on its own (no `runs_dir`), it runs the
+# jobs of `profile` itself into `.cache/runs/` (the defaults: the quick `smoke` profile).
 
 # %% tags=["parameters"]
 profile = "smoke"  # smoke | default | paper (see params.yaml)
-output_dir = ""  # "" writes to a scratch folder; the DVC stage passes results/episodic_control
+output_dir = ""  # "" writes to a scratch folder; the DVC stage passes its staging folder
+runs_dir = ""  # "" runs the jobs here (stored ones reused); the DVC stage passes its run store
 
 # %%
 import matplotlib.pyplot as plt
 
 from memrl import plots
-from memrl.config import load_family, load_runtime
-from memrl.experiments import episodic_control as ec
+from memrl.config import load_family
+from memrl.families.episodic_control import claims as ec_claims
+from memrl.families.episodic_control import tables
+from memrl.families.episodic_control.params import short_env
+from memrl.pipeline import load_results
 from memrl.results import claims_table, save_claims, save_figure, save_table
 from memrl.results import output_dir as resolve_output
 from memrl.stats.curves import iqm_curves
 
-cfg = load_family("episodic_control", profile)  # validates every value before any training
-rt = load_runtime()
+cfg = load_family("episodic_control", profile)  # validates every value before any run
 out = resolve_output(output_dir)
-print(f"profile={profile}  seeds={cfg.seeds}  workers={rt.workers}")
+print(f"profile={profile}  seeds={cfg.seeds}")
 for e in cfg.envs:
     print(f"  {e.env_id:<26} {e.total_timesteps:>9,} steps  {', '.join(e.methods)}")
 
 # %% [markdown]
 # ## Every run
 #
-# One call trains every (environment, method, seed), plus MFEC at each aggregation radius,
-# two processes at a time (one per core), longest runs first. Each run logs its training
-# episodes; nothing is tuned after the fact.
+# Every (environment, method, seed), plus MFEC at each aggregation radius, is one job. Each
+# run logs its training episodes; nothing is tuned after the fact.
 
 # %%
-runs = ec.run(cfg, rt)
+envs = [short_env(e.env_id) for e in cfg.envs]
+runs = tables.load(load_results("episodic_control", profile, runs_dir), envs)
 runs[["env", "method", "seed", "episodes", "early_return", "late_return", "memory_size"]].head(12)
 
 # %% [markdown]
@@ -99,7 +104,7 @@ save_figure(fig, out / "figures" / "sample_efficiency.png")
 # only the deterministic numbers.
 
 # %%
-agg = runs[(runs.env == ec.short_env(cfg.aggregation.env_id)) & runs.method.str.startswith("MFEC")]
+agg = runs[(runs.env == short_env(cfg.aggregation.env_id)) & runs.method.str.startswith("MFEC")]
 by_r = agg.groupby("merge_radius")
 fig, axes = plt.subplots(1, 4, figsize=(16, 3.4))
 panels = [
@@ -124,14 +129,14 @@ save_figure(fig, out / "figures" / "aggregation.png")
 # is typed in.
 
 # %%
-rows = ec.claims(cfg, runs)
+rows = ec_claims.claims(cfg, runs)
 fig = plots.claim_intervals(rows)
 save_figure(fig, out / "figures" / "claims.png")
-save_table(runs, out / "runs" / "runs.csv")
-save_table(curve_df, out / "runs" / "curves.csv")
-for env, df in ec.plot_data(curve_df).items():
-    save_table(df, out / "plots" / f"{env}.csv")
-save_claims(out, ec.FAMILY, rows)
+save_table(runs, out / "tables" / "runs.csv")
+save_table(curve_df, out / "tables" / "curves.csv")
+for name, df in tables.plot_data(curve_df).items():
+    save_table(df, out / "plots" / name)
+save_claims(out, ec_claims.FAMILY, rows)
 
 # %%
 # NBVAL_CHECK_OUTPUT

@@ -25,21 +25,27 @@
 # 4. **Replay across Experiments** — mixing an earlier experiment's data into replay — beats
 #    learning from scratch, even with poorer or less data (Tirumala et al. 2023).
 #
-# All training code lives in `memrl` (`memrl.experiments.experience_replay`); this notebook
-# runs it, plots it and states the verdicts. The defaults below are the quick `smoke`
-# profile; `dvc repro` runs it with the profile named in `params.yaml`.
+# All training code lives in `memrl`: each (configuration, seed) is one job of
+# `memrl.families.experience_replay.jobs`, stored on its own by the `runs_experience_replay`
+# stage. This notebook loads the runs, plots them and states the verdicts
+# (`memrl.families.experience_replay.claims`). Opened on its own (no `runs_dir`), it runs the
+# jobs of `profile` itself into `.cache/runs/` (the defaults: the quick `smoke` profile).
 
 # %% tags=["parameters"]
 profile = "smoke"  # smoke | default | paper (see params.yaml)
-output_dir = ""  # "" writes to a scratch folder; the DVC stage passes results/experience_replay
+output_dir = ""  # "" writes to a scratch folder; the DVC stage passes its staging folder
+runs_dir = ""  # "" runs the jobs here (stored ones reused); the DVC stage passes its run store
 
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
 
 from memrl import plots
-from memrl.config import load_family, load_runtime
-from memrl.experiments import experience_replay as er
+from memrl.config import load_family
+from memrl.families.experience_replay import claims as er_claims
+from memrl.families.experience_replay import tables
+from memrl.families.experience_replay.params import RAE_CONDITIONS
+from memrl.pipeline import load_results
 from memrl.results import (
     claims_table,
     save_claims,
@@ -50,10 +56,10 @@ from memrl.results import (
     output_dir as resolve_output,
 )
 
-cfg = load_family("experience_replay", profile)  # validates every value before any training
-rt = load_runtime()
+cfg = load_family("experience_replay", profile)  # validates every value before any run
 out = resolve_output(output_dir)
-print(f"profile={profile}  seeds={cfg.seeds}  workers={rt.workers}")
+print(f"profile={profile}  seeds={cfg.seeds}")
+results = tables.load(load_results("experience_replay", profile, runs_dir))
 
 # %% [markdown]
 # ## 1. Tabular Q-learning with experience replay (Szlak & Shamir 2021)
@@ -64,7 +70,7 @@ print(f"profile={profile}  seeds={cfg.seeds}  workers={rt.workers}")
 # speeds convergence here, the more so the more (and more often) one replays.
 
 # %%
-q = er.run_q_replay(cfg, rt)
+q = results["q_replay"]
 fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 4))
 plots.seed_curves(
     ax,
@@ -104,7 +110,7 @@ save_figure(fig, out / "figures" / "q_replay.png")
 # one slot among `2(2^n - 1)`. We count replay updates until the Q-table is learnt.
 
 # %%
-cw = er.run_cliffwalk(cfg, rt)
+cw = results["cliffwalk"]
 fig, ax = plt.subplots(figsize=(6, 4))
 for m, g in cw.groupby("method"):
     med = g.groupby("memory_size").updates.median()
@@ -127,7 +133,7 @@ save_figure(fig, out / "figures" / "cliffwalk.png")
 # loss and the priority updates (α = 0.6, β 0.4 → 1, step size ÷ 4, as in the paper).
 
 # %%
-pdq = er.run_per_dqn(cfg, rt)
+pdq = results["per_dqn"]
 fig, ax = plt.subplots(figsize=(7, 4))
 plots.seed_curves(
     ax,
@@ -143,7 +149,7 @@ save_figure(fig, out / "figures" / "per_dqn.png")
 # ## 3. Hindsight experience replay on bit flipping (Andrychowicz et al. 2017, Fig. 1)
 
 # %%
-her = er.run_her(cfg, rt)
+her = results["her"]
 fig, ax = plt.subplots(figsize=(6, 4))
 for m, g in her.groupby("method"):
     s = g.groupby("n_bits").success
@@ -168,12 +174,12 @@ save_figure(fig, out / "figures" / "her.png")
 # poor-quality part, or a small random part of it.
 
 # %%
-rae = er.run_rae(cfg, rt)
+rae = results["rae"]
 fig, ax = plt.subplots(figsize=(7, 4))
 plots.seed_curves(
     ax,
     rae.grid.iloc[0],
-    {c: np.stack(rae[rae.condition == c].curve) for c in er.RAE_CONDITIONS},
+    {c: np.stack(rae[rae.condition == c].curve) for c in RAE_CONDITIONS},
     "environment steps",
     "training return (last 10 episodes)",
     cfg.rae.env_id,
@@ -187,15 +193,14 @@ save_figure(fig, out / "figures" / "rae.png")
 # is typed in.
 
 # %%
-results = {"q_replay": q, "cliffwalk": cw, "per_dqn": pdq, "her": her, "rae": rae}
-rows = er.claims(cfg, results)
+rows = er_claims.claims(cfg, results)
 fig = plots.claim_intervals(rows)
 save_figure(fig, out / "figures" / "claims.png")
 for name, df in results.items():
-    save_table(df, out / "runs" / f"{name}.csv")
-for name, df in er.plot_data(cfg, results).items():
-    save_table(df, out / "plots" / f"{name}.csv")
-save_claims(out, er.FAMILY, rows)
+    save_table(df, out / "tables" / f"{name}.csv")
+for name, df in tables.plot_data(cfg, results).items():
+    save_table(df, out / "plots" / name)
+save_claims(out, er_claims.FAMILY, rows)
 
 # %%
 # NBVAL_CHECK_OUTPUT

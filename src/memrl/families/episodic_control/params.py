@@ -14,6 +14,15 @@ from pydantic import Field, model_validator
 from memrl.config import DQNParams, EnvId, NonNegInt, PosFloat, PosInt, Prob, StrictModel
 
 
+def short_env(env_id: str) -> str:
+    """``MinAtar/Breakout-v1`` -> ``Breakout``; ``CartPole-v1`` -> ``CartPole``."""
+    return env_id.split("/")[-1].rsplit("-v", 1)[0]
+
+
+def method_label(method: str, merge_radius: float = 0.0) -> str:
+    return f"MFEC r={merge_radius:g}" if method == "MFEC" and merge_radius > 0 else method
+
+
 class ECEnvParams(StrictModel):
     """One environment of the episodic-control comparison and the methods run on it."""
 

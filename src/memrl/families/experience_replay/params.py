@@ -98,3 +98,25 @@ class ExperienceReplayParams(StrictModel):
 
 
 FAMILY_PARAMS = ExperienceReplayParams
+
+
+RAE_CONDITIONS = (
+    "scratch",
+    "RaE (all prior data)",
+    "RaE (early, low-quality data)",
+    "RaE (small data)",
+)
+
+
+def q_label(count: int, every: int) -> str:
+    """The name of a Q-learning + replay configuration (``count`` replays every ``every``)."""
+    if count == 0:
+        return "no replay"
+    return f"{count} replay{'s' * (count != 1)} every {every} step{'s' * (every != 1)}"
+
+
+def q_replay_configs(p: QReplayParams) -> list[tuple[int, int]]:
+    """(replay_count, replay_every) pairs; count 0 (no replay) once."""
+    configs = [(0, 1)] if 0 in p.replay_counts else []
+    configs += [(k, f) for k in p.replay_counts if k > 0 for f in p.replay_every]
+    return configs

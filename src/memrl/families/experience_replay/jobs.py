@@ -1,0 +1,178 @@
+"""The experience-replay family's jobs: one (claim's configuration, seed) each, for
+Q-learning with replay, the Blind Cliffwalk, DQN vs DQN+PER, HER bit flipping and Replay
+across Experiments. Each row says which ``kind`` it is. Nothing here knows about claims."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from memrl.families.experience_replay.params import (
+    RAE_CONDITIONS,
+    ExperienceReplayParams,
+    q_label,
+    q_replay_configs,
+)
+from memrl.jobs import JobSpec
+
+HERE = "memrl.families.experience_replay.jobs"
+
+
+def q_replay_job(seed: int, replay_count: int, replay_every: int, p: dict[str, Any]) -> dict:
+    """Tabular Q-learning with ``replay_count`` replays every ``replay_every`` steps on the
+    rare-reward chain: its error to Q* along training."""
+    from memrl.agents.tabular_replay import q_learning_with_replay
+    from memrl.envs.tabular import rare_reward_chain
+
+    mdp = rare_reward_chain(p["n_states"], p["p_forward"], p["gamma"])
+    res = q_learning_with_replay(
+        mdp, p["env_steps"], replay_count, replay_every, p["lr_exponent"], p["eval_every"], seed
+    )
+    return {
+        "kind": "q_replay", "seed": seed, "replay_count": replay_count,
+        "replay_every": replay_every, "config": q_label(replay_count, replay_every),
+        "steps": res["steps"].tolist(), "error": res["error"].tolist(),
+        "final_error": float(res["error"][-1]),
+    }  # fmt: skip
+
+
+def cliffwalk_job(seed: int, n: int, method: str, p: dict[str, Any]) -> dict[str, Any]:
+    """Replay updates until the Blind Cliffwalk with ``n`` states is learnt."""
+    from memrl.agents.tabular_replay import cliffwalk_updates_to_learn
+
+    updates = cliffwalk_updates_to_learn(
+        n, method, p["lr"], p["alpha"], p["epsilon"], p["mse_threshold"], p["max_updates"], seed
+    )
+    return {
+        "kind": "cliffwalk", "seed": seed, "n_states": n, "memory_size": 2 * (2**n - 1),
+        "method": method, "updates": updates, "censored": updates >= p["max_updates"],
+    }  # fmt: skip
+
+
+def per_dqn_job(seed: int, prioritized: bool, p: dict[str, Any]) -> dict[str, Any]:
+    """SB3 DQN with uniform or prioritized replay (the paper's step size x ``lr_scale``)."""
+    from memrl.agents.sb3_baselines import per_dqn_train
+    from memrl.config import DQNParams
+    from memrl.runtime import seed_everything
+    from memrl.stats.curves import episode_curve
+
+    seed_everything(seed)
+    d = DQNParams(**p["dqn"])
+    if prioritized:
+        d = d.model_copy(update={"learning_rate": d.learning_rate * p["lr_scale"]})
+    per = {"alpha": p["alpha"], "beta0": p["beta0"]} if prioritized else None
+    steps = p["total_timesteps"]
+    out = per_dqn_train(p["env_id"], d, per, steps, seed, p["eval_episodes"])
+    rets = out["episode_returns"]
+    grid = np.linspace(steps / 20, steps, 20).astype(int)
+    return {
+        "kind": "per_dqn", "seed": seed, "method": "DQN+PER" if prioritized else "DQN",
+        "mean_train_return": float(np.mean(rets)) if rets else 0.0,
+        "final_return": out["eval_return"], "grid": grid.tolist(),
+        "curve": episode_curve(rets, out["episode_lengths"], grid),
+    }  # fmt: skip
+
+
+def her_job(seed: int, n_bits: int, her: bool, p: dict[str, Any]) -> dict[str, Any]:
+    """SB3 DQN with or without HER on ``n_bits`` bit flipping: success after training."""
+    from memrl.agents.sb3_baselines import her_dqn_success
+    from memrl.config import DQNParams
+    from memrl.runtime import seed_everything
+
+    seed_everything(seed)
+    her_kw = None
+    if her:
+        her_kw = {"n_sampled_goal": p["n_sampled_goal"],
+                  "goal_selection_strategy": p["goal_selection_strategy"]}  # fmt: skip
+    success = her_dqn_success(
+        n_bits, DQNParams(**p["dqn"]), her_kw, p["steps_per_bit"] * n_bits, seed,
+        p["eval_episodes"],
+    )  # fmt: skip
+    return {"kind": "her", "seed": seed, "n_bits": n_bits, "method": "DQN+HER" if her else "DQN",
+            "success": success}  # fmt: skip
+
+
+def prior_subset(prior: Any, condition: str, p: dict[str, Any], seed: int) -> Any:
+    """The prior transitions a RaE condition may replay."""
+    n = len(prior)
+    if condition == "RaE (all prior data)":
+        return prior
+    if condition == "RaE (early, low-quality data)":
+        return prior.subset(slice(0, max(1, int(p["early_fraction"] * n))))
+    if condition == "RaE (small data)":
+        rng = np.random.default_rng(seed)
+        idx = np.sort(rng.choice(n, size=max(1, int(p["small_fraction"] * n)), replace=False))
+        return prior.subset(idx)
+    raise ValueError(f"unknown RaE condition '{condition}'")
+
+
+def rae_job(seed: int, condition: str, p: dict[str, Any], prior_path: str) -> dict[str, Any]:
+    """SB3 SAC from scratch or replaying an earlier experiment's data (``prior_path``, relative
+    to the repo root) at a fixed ratio."""
+    from memrl.agents.sb3_baselines import sac_with_prior_train
+    from memrl.config import SACParams
+    from memrl.memory.mixed import Transitions
+    from memrl.runtime import repo_root, seed_everything
+    from memrl.stats.curves import episode_curve
+
+    seed_everything(seed)
+    prior = None
+    if condition != "scratch":
+        prior = prior_subset(Transitions.load(str(repo_root() / prior_path)), condition, p, seed)
+    steps = p["total_timesteps"]
+    out = sac_with_prior_train(
+        p["env_id"], SACParams(**p["sac"]), prior, p["prior_fraction"], steps, seed,
+        p["eval_episodes"],
+    )  # fmt: skip
+    grid = np.linspace(steps / 10, steps, 10).astype(int)
+    rets = out["episode_returns"]
+    return {
+        "kind": "rae", "seed": seed, "condition": condition,
+        "mean_train_return": float(np.mean(rets)) if rets else float("nan"),
+        "final_return": out["eval_return"], "grid": grid.tolist(),
+        "curve": episode_curve(rets, out["episode_lengths"], grid),
+    }  # fmt: skip
+
+
+def preflight(cfg: ExperienceReplayParams) -> None:
+    """Fail before any job if the prior experiment's data is missing."""
+    from memrl.memory.mixed import Transitions
+    from memrl.runtime import repo_root
+
+    Transitions.load(str(repo_root() / cfg.prior_data.path))
+
+
+def grid(cfg: ExperienceReplayParams) -> list[JobSpec]:
+    """Every job of the profile, each with only the parameters it reads; rough costs (core-s)
+    start the longest first."""
+    seeds = range(cfg.seeds)
+    q = cfg.q_replay.model_dump(mode="json", exclude={"replay_counts", "replay_every"})
+    cw = cfg.cliffwalk.model_dump(mode="json", exclude={"n_states"})
+    per = cfg.per_dqn.model_dump(mode="json")
+    her = cfg.her.model_dump(mode="json", exclude={"n_bits", "success_threshold"})
+    rae = cfg.rae.model_dump(mode="json")
+    h, r, pd_ = cfg.her, cfg.rae, cfg.per_dqn
+
+    def job(fn: str, cost: float, label: str, **kw: Any) -> JobSpec:
+        return JobSpec(f"{HERE}:{fn}", kw, cost, label=label)
+
+    out = []
+    for k, f in q_replay_configs(cfg.q_replay):
+        out += [job("q_replay_job", 1, f"Q-learning {q_label(k, f)} · seed {s}", seed=s,
+                    replay_count=k, replay_every=f, p=q) for s in seeds]  # fmt: skip
+    for n in cfg.cliffwalk.n_states:
+        for m in ("oracle", "prioritized", "uniform"):
+            out += [job("cliffwalk_job", 2.0**n / 100, f"Cliffwalk n={n} {m} · seed {s}",
+                        seed=s, n=n, method=m, p=cw) for s in seeds]  # fmt: skip
+    for pr in (False, True):
+        out += [job("per_dqn_job", pd_.total_timesteps / 700, f"{'DQN+PER' if pr else 'DQN'} · seed {s}",
+                    seed=s, prioritized=pr, p=per) for s in seeds]  # fmt: skip
+    for n in sorted(h.n_bits, reverse=True):
+        for use in (True, False):
+            out += [job("her_job", h.steps_per_bit * n / 500, f"{'DQN+HER' if use else 'DQN'} n={n} · seed {s}",
+                        seed=s, n_bits=n, her=use, p=her) for s in seeds]  # fmt: skip
+    for c in RAE_CONDITIONS:
+        out += [job("rae_job", r.total_timesteps / 50, f"{c} · seed {s}", seed=s, condition=c,
+                    p=rae, prior_path=cfg.prior_data.path) for s in seeds]  # fmt: skip
+    return out
