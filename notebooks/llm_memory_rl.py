@@ -47,30 +47,37 @@
 # `default` profile (a random 2-layer GPT-2 on `smoke`, which exercises the code but knows no
 # language). It picks an action by scoring every admissible action's log-likelihood after the
 # prompt (`memrl.llm.scoring`), with the prompt's KV cache shared across candidates and the
-# instructions and exemplars cached across steps. This notebook runs
-# `memrl.experiments.llm_memory_rl`, plots it and states the verdicts; the defaults below are
-# the quick `smoke` profile, and `dvc repro` runs it with the profile named in `params.yaml`.
+# instructions and exemplars cached across steps. Each (condition, run) is one job of
+# `memrl.families.llm_memory_rl.jobs`, stored on its own by the `runs_llm_memory_rl` stage;
+# this notebook loads the runs, plots them and states the verdicts
+# (`memrl.families.llm_memory_rl.claims`). Opened on its own (no `runs_dir`), it runs the
+# jobs of `profile` itself into `.cache/runs/` (the defaults: the quick `smoke` profile).
 
 # %% tags=["parameters"]
 profile = "smoke"  # smoke | default | paper (see params.yaml)
-output_dir = ""  # "" writes to a scratch folder; the DVC stage passes results/llm_memory_rl
+output_dir = ""  # "" writes to a scratch folder; the DVC stage passes its staging folder
+runs_dir = ""  # "" runs the jobs here (stored ones reused); the DVC stage passes its run store
 
 # %%
 import matplotlib.pyplot as plt
 import pandas as pd
 
 from memrl import plots
-from memrl.config import load_family, load_runtime
-from memrl.experiments import llm_memory_rl as lm
+from memrl.config import load_family
+from memrl.envs.dialogue import load_dialogues
+from memrl.envs.shop import load_shop
+from memrl.families.llm_memory_rl import claims as llm_claims
+from memrl.families.llm_memory_rl import tables
+from memrl.pipeline import load_results
 from memrl.results import claims_table, save_claims, save_figure, save_table
 from memrl.results import output_dir as resolve_output
+from memrl.runtime import repo_root
 
 cfg = load_family("llm_memory_rl", profile)  # validates every value before any run
-rt = load_runtime()
 out = resolve_output(output_dir)
-products, splits = lm.load_tasks(cfg)
-dialogues = lm.load_dialogues(cfg)
-print(f"profile={profile}  model={cfg.llm.model}  runs={cfg.seeds}  workers={rt.workers}")
+products, splits = load_shop(repo_root() / cfg.shop_data.path)
+dialogues = load_dialogues(repo_root() / cfg.dialogue_data.path)
+print(f"profile={profile}  model={cfg.llm.model}  runs={cfg.seeds}")
 print(f"catalogue: {len(products)} products; tasks: "
       + ", ".join(f"{k} {len(v)}" for k, v in splits.items()))  # fmt: skip
 print("an instruction:", splits["test"][0].instruction)
@@ -81,16 +88,17 @@ print("dialogues: " + ", ".join(
 # %% [markdown]
 # ## Every run
 #
-# One call plays every job, two processes at a time. REMEMBERER: run *r* starts from initial
+# Every (condition, run) is one job. REMEMBERER: run *r* starts from initial
 # memory *r* mod 2 and trains on training set ⌊*r*/2⌋ mod 2 for `rlem.epochs` epochs over 10
 # tasks (paper: 3), then plays the test tasks without learning. AgentFly: every seed plays the
 # same tasks, each seed in its own order, for several iterations, writing each episode back as
 # a case. Memory-R1: every seed
-# trains a manager with GRPO; the three baselines are deterministic and run once. Final
-# memories and case banks are saved as JSON under `memories/`, the trained managers as `.pt`.
+# trains a manager with GRPO; the three baselines are deterministic and run once. Each job's
+# final memory or case bank is kept as JSON beside its result in the run store (the trained
+# managers as `.pt`); `files_dir` says where.
 
 # %%
-runs, fly, mr1 = lm.run(cfg, rt, memory_dir=str(out / "memories"))
+runs, fly, mr1 = tables.load(cfg, load_results("llm_memory_rl", profile, runs_dir))
 runs[["condition", "run", "init_memory", "train_set", "test_success", "test_score",
       "memory_records", "decisions", "seconds"]]  # fmt: skip
 
@@ -101,7 +109,7 @@ runs[["condition", "run", "init_memory", "train_set", "test_success", "test_scor
 # thin line one run, the thick line their mean).
 
 # %%
-curves = lm.training_curves(runs)
+curves = tables.training_curves(runs)
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
 for ax, metric in zip(axes, ["success", "score"], strict=True):
     for i, (cond, g) in enumerate(curves.groupby("condition", sort=False)):
@@ -122,7 +130,7 @@ save_figure(fig, out / "figures" / "training_epochs.png")
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
 for ax, metric in zip(axes, ["test_success", "test_score"], strict=True):
-    labels = [lm.LABELS[c] for c in dict.fromkeys(runs.condition)]
+    labels = [tables.LABELS[c] for c in dict.fromkeys(runs.condition)]
     data = [runs[runs.condition == c][metric].values for c in dict.fromkeys(runs.condition)]
     ax.boxplot(data, tick_labels=labels, showmeans=True)
     ax.set(ylabel=metric.replace("_", " "), ylim=(-0.05, 1.05))
@@ -138,7 +146,7 @@ save_figure(fig, out / "figures" / "test_performance.png")
 # cumulative view AgentFly reports). Thin lines are seeds, thick lines their mean.
 
 # %%
-iters = lm.iteration_curves(fly)
+iters = tables.iteration_curves(fly)
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
 for ax, metric in zip(axes, ["score", "best_score"], strict=True):
     for i, (cond, g) in enumerate(iters.groupby("condition", sort=False)):
@@ -160,7 +168,7 @@ save_figure(fig, out / "figures" / "agentfly_iterations.png")
 # training probes in each epoch (each line a seed).
 
 # %%
-cats = pd.DataFrame({lm.MR1_LABELS[c]: pd.DataFrame(list(g.f1_by_category)).mean()
+cats = pd.DataFrame({tables.MR1_LABELS[c]: pd.DataFrame(list(g.f1_by_category)).mean()
                      for c, g in mr1.groupby("condition", sort=False)})  # fmt: skip
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
 cats.plot.bar(ax=axes[0], rot=0)
@@ -181,7 +189,7 @@ save_figure(fig, out / "figures" / "memory_r1.png")
 # repeat and small talk → NOOP would be ideal).
 
 # %%
-ops = lm.memory_r1_ops(mr1)
+ops = tables.memory_r1_ops(mr1)
 print(ops.to_string())
 
 # %% [markdown]
@@ -191,22 +199,16 @@ print(ops.to_string())
 # is typed in.
 
 # %%
-rows = lm.claims(cfg, runs) + lm.agentfly_claims(cfg, fly) + lm.memory_r1_claims(cfg, mr1)
+rows = llm_claims.claims(cfg, tables.Runs(runs, fly, mr1))
 fig = plots.claim_intervals(rows)
 save_figure(fig, out / "figures" / "claims.png")
-save_table(runs, out / "runs" / "runs.csv")
-save_table(fly, out / "runs" / "agentfly.csv")
-save_table(mr1, out / "runs" / "memory_r1.csv")
-save_table(ops.reset_index(), out / "runs" / "memory_r1_ops.csv")
-save_table(
-    curves.groupby(["epoch", "condition"], sort=False).score.mean().unstack().reset_index(),
-    out / "plots" / "training_epochs.csv",
-)
-save_table(
-    iters.groupby(["iteration", "condition"], sort=False).best_score.mean().unstack().reset_index(),
-    out / "plots" / "agentfly_iterations.csv",
-)
-save_claims(out, lm.FAMILY, rows)
+save_table(runs, out / "tables" / "runs.csv")
+save_table(fly, out / "tables" / "agentfly.csv")
+save_table(mr1, out / "tables" / "memory_r1.csv")
+save_table(ops.reset_index(), out / "tables" / "memory_r1_ops.csv")
+for name, df in tables.plot_data(curves, iters).items():
+    save_table(df, out / "plots" / name)
+save_claims(out, llm_claims.FAMILY, rows)
 
 # %%
 # NBVAL_CHECK_OUTPUT

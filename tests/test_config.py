@@ -22,14 +22,16 @@ def test_unknown_profile_and_family():
         load_family("nope", "smoke")
 
 
-def test_every_family_in_params_has_a_schema_module_and_a_stage():
-    """A family is a ``memrl/params/<family>.py`` schema, a params.yaml section and a DVC stage."""
+def test_every_family_in_params_has_a_schema_module_and_stages():
+    """A family is a ``memrl/families/<family>/params.py`` schema, a params.yaml section and
+    two DVC stages (its runs, then its notebook)."""
     raw = read_params()
     sections = {k for k in raw if k not in ("profile", "runtime")}
     assert set(families()) == sections
     stages = yaml.safe_load((repo_root() / "dvc.yaml").read_text())["stages"]
     for fam in families():
-        assert f"src/memrl/params/{fam}.py" in stages[fam]["deps"]
+        assert f"src/memrl/families/{fam}/params.py" in stages[f"runs_{fam}"]["deps"]
+        assert f"src/memrl/families/{fam}/claims.py" in stages[fam]["deps"]
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,9 @@ import pytest
 
 from memrl.config import ConfigError, load_family
 from memrl.envs.registry import make
-from memrl.experiments import recurrent_off_policy as ro
-from memrl.params.recurrent_off_policy import parse_method
+from memrl.families.recurrent_off_policy import claims as ro
+from memrl.families.recurrent_off_policy import jobs, tables
+from memrl.families.recurrent_off_policy.params import parse_method, short_env
 from memrl.stats.claims import NOT_REPRODUCED, PARTIALLY, REPRODUCED
 
 
@@ -47,33 +48,36 @@ def test_random_phase_of_the_t_maze_scores_chance():
     cfg = load_family("recurrent_off_policy", "smoke")
     p = cfg.agent_params("SACD-GRU").model_copy(update={"learning_starts": 10_000})
     for seed in (0, 1):
-        env = make(ro.TMAZE_ID, seed, length=2)
+        env = make(jobs.TMAZE_ID, seed, length=2)
         out = recurrent_sac_discrete.train(env, p, 2 * 200, seed, eval_episodes=4)
         assert len(out["episode_returns"]) == 200 and len(out["eval_returns"]) == 4
         assert 0.35 < np.mean(out["episode_returns"]) < 0.65
 
 
-def fake_runs(cfg, good: float, bad: float, seeds: int = 5) -> pd.DataFrame:
+def fake_runs(cfg, good: float, bad: float, seeds: int = 5, timing=None) -> tables.Runs:
     """Runs where the paper's better method scores ``good`` and the other ``bad``."""
     rng = np.random.default_rng(0)
     better = {"RSAC-LSTM", "SACD-FFM", "SACD-GRU"}
     rows = []
     for e in cfg.envs:
-        env = ro.short_env(e.env_id)
+        env = short_env(e.env_id)
         for m in e.methods:
             for s in range(seeds):
                 v = good if m in better else bad
                 if m == "RPPO":
                     v = 500.0 if good > bad else 100.0
                 rows.append({"env": env, "method": m, "length": 0, "seed": s,
+                             "total_timesteps": e.total_timesteps,
                              "eval_return": v + rng.normal(0, 1)})  # fmt: skip
     for L in cfg.tmaze.lengths:
         for m in cfg.tmaze.methods:
             for s in range(seeds):
                 ok = m == "SACD-GRU" or L <= cfg.sacd.context
                 rows.append({"env": f"T-Maze L={L}", "method": m, "length": L, "seed": s,
-                             "eval_return": 0.0, "success": 1.0 if ok else 0.5})  # fmt: skip
-    return pd.DataFrame(rows)
+                             "total_timesteps": L, "eval_return": 0.0,
+                             "success": 1.0 if ok else 0.5})  # fmt: skip
+    df = pd.DataFrame(rows)
+    return tables.Runs(df[df.length == 0].reset_index(drop=True), df[df.length > 0], timing)
 
 
 def default_cfg():
@@ -98,9 +102,9 @@ def test_claims_verdicts_follow_the_runs():
 
 def test_t_maze_claim_fails_when_the_window_agent_recalls_beyond_its_context():
     cfg = default_cfg()
-    df = fake_runs(cfg, -150.0, -1200.0)
-    df.loc[df.method == "SACD-window", "success"] = 1.0  # "remembers" beyond K: not the claim
-    rows = {r.claim.claim_id: r for r in ro.claims(cfg, df)}
+    runs = fake_runs(cfg, -150.0, -1200.0)
+    runs.tmaze.loc[runs.tmaze.method == "SACD-window", "success"] = 1.0  # beyond K: not the claim
+    rows = {r.claim.claim_id: r for r in ro.claims(cfg, runs)}
     assert rows["RO-7"].verdict == NOT_REPRODUCED
 
 
@@ -111,6 +115,37 @@ def test_timing_claim_is_partial_below_the_papers_magnitude():
          [("FFM", 10.0), ("GRUCell loop", 30.0), ("nn.GRU (fused)", 25.0)] for r in range(3)]
     )  # fmt: skip
     (row,) = [
-        r for r in ro.claims(cfg, fake_runs(cfg, 0, -1), timing) if r.claim.claim_id == "RO-6"
+        r
+        for r in ro.claims(cfg, fake_runs(cfg, 0, -1, timing=timing))
+        if r.claim.claim_id == "RO-6"
     ]
     assert row.verdict == PARTIALLY and row.extra["speed-up vs FFM"]["GRUCell loop"] == 2.82
+    assert row.claim.machine_dependent and not any(
+        r.claim.machine_dependent for r in ro.claims(cfg, fake_runs(cfg, 0, -1))
+    )
+
+
+def test_plot_tables_are_the_declared_dvc_plots():
+    cfg = load_family("recurrent_off_policy", "default")
+    curve = pd.DataFrame(
+        [{"env": short_env(e.env_id), "method": m, "step": s, "iqm": 1.0}
+         for e in cfg.envs for m in e.methods for s in (1, 2)]
+    )  # fmt: skip
+    success = pd.DataFrame(
+        [{"method": m, "length": L, "iqm": 1.0} for m in cfg.tmaze.methods for L in cfg.tmaze.lengths]
+    )  # fmt: skip
+    made = tables.plot_data(curve, success)
+    assert set(made) == {p.file for p in tables.PLOTS}
+    for p in tables.PLOTS:
+        assert {p.x, *p.y} == set(made[p.file].columns), p.file
+
+
+def test_grid_has_one_job_per_run_and_the_timing():
+    cfg = load_family("recurrent_off_policy", "smoke")
+    specs = jobs.grid(cfg)
+    n_main = sum(len(e.methods) for e in cfg.envs) + len(cfg.tmaze.lengths) * len(cfg.tmaze.methods)
+    assert len(specs) == 1 + cfg.seeds * n_main
+    assert len({s.key for s in specs}) == len(specs)
+    # a claims-only parameter does not change any job: no retraining for a new bootstrap
+    other = cfg.model_copy(update={"bootstrap_reps": 7, "near_optimal": {}})
+    assert [s.key for s in jobs.grid(other)] == [s.key for s in specs]

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from memrl.runtime import atomic_path, atomic_write_json, get_device, run_jobs
+from memrl.runtime import atomic_path, atomic_write_json, cache_dir, get_device
 
 
 def test_atomic_write_leaves_nothing_on_failure(tmp_path):
@@ -15,14 +15,10 @@ def test_atomic_write_leaves_nothing_on_failure(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["out.json"]  # no temp file left
 
 
-def _square(x: int) -> int:
-    return x * x
-
-
-def test_run_jobs_keeps_order_in_parallel_and_serial():
-    jobs = [{"x": i} for i in range(5)]
-    assert run_jobs(_square, jobs, workers=2) == [0, 1, 4, 9, 16]
-    assert run_jobs(_square, jobs, workers=1) == [0, 1, 4, 9, 16]
+def test_cache_dir_needs_no_repo_when_memrl_cache_is_set(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMRL_CACHE", str(tmp_path))
+    monkeypatch.setattr("memrl.runtime.repo_root", lambda: pytest.fail("looked up the repo"))
+    assert cache_dir() == tmp_path
 
 
 def test_device_is_picked_automatically():

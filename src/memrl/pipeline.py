@@ -160,6 +160,7 @@ def dvc_yaml() -> dict[str, Any]:
             "cmd": f"{py} notebook {f} --profile {PROFILE_PARAM}",
             "deps": [f"notebooks/{f}.ipynb"]
             + sorted(set(fam.analysis_sources()) | set(runner))
+            + list(fam.data)
             + [fam.runs_dir],
             "params": ["profile", f],
             "outs": outs,

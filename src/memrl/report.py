@@ -13,14 +13,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+from memrl.families import NAMES as FAMILY_ORDER  # the registry's order
 from memrl.runtime import atomic_write_json, atomic_write_text, repo_root
 from memrl.stats.claims import VERDICT_RULE
 
-FAMILY_ORDER = ("recurrent_off_policy", "episodic_control", "experience_replay", "llm_memory_rl")
-
 
 def load_rows(results: Path) -> list[dict[str, Any]]:
-    files = sorted(results.glob("*/claims.json"))
+    files = [results / f / "claims.json" for f in FAMILY_ORDER]
+    files = [f for f in files if f.is_file()]
     if not files:
         raise FileNotFoundError(f"no */claims.json under {results}: run the family stages first")
     rows: list[dict[str, Any]] = []
@@ -87,6 +87,8 @@ def render(rows: list[dict[str, Any]]) -> str:
         out.append(f"### {r['claim_id']} — {r['paper']} ({r['source']})")
         out.append("")
         out.append(f"*Claim:* {r['statement']}  ")
+        if r.get("machine_dependent"):
+            out.append("*Machine-dependent:* wall-clock on the machine that ran it.  ")
         better = "higher" if r["higher_is_better"] else "lower"
         legend = ['"A > B": A beats B']
         if any(" >= " in c for c in r["comparisons"]):

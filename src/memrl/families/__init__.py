@@ -71,9 +71,10 @@ class Family:
         return module_closure(f"memrl.families.{self.name}.jobs")
 
     def analysis_sources(self) -> list[str]:
-        """The source files the family notebook reads runs with (claims, tables, stats)."""
-        mods = [f"memrl.families.{self.name}.{m}" for m in ("claims", "tables")]
-        mods += ["memrl.plots", "memrl.results"]
+        """Every source file the family's notebook stage reads: the ``memrl`` modules its
+        notebook imports (from the jupytext twin) and the stage command, with their imports."""
+        notebook = repo_root() / "notebooks" / f"{self.name}.py"
+        mods = _imports(notebook, "") | {"memrl.pipeline"}
         return sorted(set().union(*(module_closure(m) for m in mods)))
 
     def grid(self, cfg: Any) -> list[Any]:

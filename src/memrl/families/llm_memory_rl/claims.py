@@ -1,0 +1,280 @@
+"""The LLM memory RL family's claims: what REMEMBERER, AgentFly and Memory-R1 say (data),
+then one function per claim turning the stored runs (:class:`~.tables.Runs`) into
+comparisons. Verdicts come from :func:`memrl.stats.claims.verdict`; nothing here trains."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+
+from memrl.families.llm_memory_rl.params import LLMMemoryRLParams
+from memrl.families.llm_memory_rl.tables import (
+    FLY_LABELS,
+    LABELS,
+    MR1_LABELS,
+    Runs,
+    memory_r1_ops,
+)
+from memrl.stats.aggregate import Estimate, estimate, reference
+from memrl.stats.claims import Claim, ClaimResult, Comparison
+
+FAMILY = "llm_memory_rl"
+REMEMBERER = ("Zhang et al. 2023, Large Language Models Are Semi-Parametric Reinforcement "
+              "Learning Agents (REMEMBERER)")  # fmt: skip
+AGENTFLY = "Zhou et al. 2025, AgentFly / Memento: Fine-tuning LLM Agents without Fine-tuning LLMs"
+MEMORY_R1 = "Yan et al. 2025, Memory-R1: Enhancing LLM Agents to Manage and Utilize Memories via RL"
+
+_RLEM_STATEMENT = ("An experience memory updated by RL (RLEM) raises the {what} of a frozen LLM "
+                   "agent above static exemplars, which beat the LLM alone.")  # fmt: skip
+_RLEM_VALUE = ("qualitative: RLEM > static exemplars (ReAct-style) > LLM only; RLEM +4% SR over "
+               "the prior state of the art (table values not retrieved)")  # fmt: skip
+LLM_1 = Claim(FAMILY, "LLM-1", REMEMBERER, "Sec. 4.2, Table 1 (WebShop)",
+              _RLEM_STATEMENT.format(what="success rate"), _RLEM_VALUE,
+              "success rate on the test tasks after training", True)  # fmt: skip
+LLM_2 = Claim(FAMILY, "LLM-2", REMEMBERER, "Sec. 4.2, Table 1 (WebShop)",
+              _RLEM_STATEMENT.format(what="score (WebShop reward)"), _RLEM_VALUE,
+              "score (WebShop reward) on the test tasks after training", True)  # fmt: skip
+LLM_3 = Claim(
+    FAMILY, "LLM-3", REMEMBERER, "Sec. 4.3, Table 3 (robustness)",
+    "RLEM's gain over static exemplars holds across different initial experience memories "
+    "and training sets.",
+    "qualitative: RLEM beats the static baseline for 2 initial memories x 2 training sets",
+    "test score of RLEM minus static exemplars, paired per run", True,
+)  # fmt: skip
+LLM_4 = Claim(
+    FAMILY, "LLM-4", REMEMBERER, "Sec. 4.4, Table 4 (ablations)",
+    "Both n-step bootstrapping in the Q update and showing discouraged actions contribute "
+    "to RLEM's performance.",
+    "qualitative: removing either lowers success rate and score",
+    "score on the test tasks after training", True,
+)  # fmt: skip
+LLM_5 = Claim(
+    FAMILY, "LLM-5", AGENTFLY, "Sec. 4, Table 3 / Fig. 4 (iterations)",
+    "Case-based memory raises an LLM agent's results, and a learned (parametric) case "
+    "selection does better than similarity (non-parametric) retrieval.",
+    "DeepResearcher after 5 iterations: parametric 85.44 >= non-parametric 84.85 >= no "
+    "memory 84.47 (F1, cumulative)",
+    "best score per task up to iteration {n}, mean over tasks", True,
+)  # fmt: skip
+LLM_6 = Claim(
+    FAMILY, "LLM-6", AGENTFLY, "Sec. 4, Fig. 4 (continual learning over iterations)",
+    "With a case bank the agent improves over iterations on the same tasks, without "
+    "changing the LLM's weights.",
+    "DeepResearcher: parametric 80.46 -> 85.44, non-parametric 79.84 -> 84.85 (iteration 1 -> 5)",
+    "score of each iteration's episodes (not cumulative)", True,
+)  # fmt: skip
+_MR1_STATEMENT = ("A memory manager trained with RL (GRPO) from the answer agent's exact match "
+                  "raises the answer agent's {what} above a Mem0-style manager and the same LLM "
+                  "prompted to manage memory without RL.")  # fmt: skip
+LLM_7 = Claim(
+    FAMILY, "LLM-7", MEMORY_R1, "Sec. 4, Table 1 (LoCoMo)", _MR1_STATEMENT.format(what="F1"),
+    "LLaMA-3.1-8B on LoCoMo: Memory-R1-GRPO 45.02 F1 vs Mem0 30.41 (Memory-R1-PPO 41.05)",
+    "F1 of the answer agent on the test questions", True,
+)  # fmt: skip
+LLM_8 = Claim(
+    FAMILY, "LLM-8", MEMORY_R1, "Sec. 4, Table 1 (LoCoMo)",
+    _MR1_STATEMENT.format(what="exact match"),
+    "qualitative: the RL-trained manager beats Mem0 and the untrained LLM manager (EM is the "
+    "training reward; table reports F1 / BLEU-1 / LLM-judge)",
+    "exact match of the answer agent on the test questions", True,
+)  # fmt: skip
+
+
+# =========================================================================== REMEMBERER
+def _rlem_budget(cfg: LLMMemoryRLParams) -> str:
+    hp = cfg.rlem
+    return (f"{hp.epochs} epochs over 10 training tasks (paper: 3 x 10), {hp.test_tasks} test "
+            f"tasks (paper: 100); {cfg.seeds} runs (initial memory x training set)")  # fmt: skip
+
+
+def _rlem_deviations(cfg: LLMMemoryRLParams) -> list[str]:
+    hp = cfg.rlem
+    return [
+        f"LLM: {cfg.llm.model} scoring admissible actions by mean token log-likelihood, sampled "
+        f"at temperature {cfg.llm.temperature:g} (paper: text-davinci-003 generating the action, "
+        "temperature 0.1)",
+        "environment: a generated WebShop-like shop (WebShop is not installable offline); "
+        f"{cfg.shop.n_results} results per page (WebShop 10), at most {cfg.shop.max_steps} "
+        "actions (WebShop 15)",
+        f"n-step = {hp.n_step}, gamma = {hp.gamma:g}, alpha = 1/N (the reference WebShop launch: "
+        "--n-step-flatten 1, gamma 1, update mode mean)",
+    ]
+
+
+def _rlem_est(cfg, runs: Runs, claim: Claim, metric: str) -> dict[str, Estimate]:
+    df = runs.rlem
+    return {LABELS[c]: estimate(df[df.condition == c][metric], claim.claim_id, LABELS[c],
+                                cfg.bootstrap_reps)
+            for c in cfg.rlem.conditions if (df.condition == c).any()}  # fmt: skip
+
+
+def _rlem_vs_baselines(cfg, runs: Runs, claim: Claim, metric: str) -> ClaimResult | None:
+    conds = set(runs.rlem.condition)
+    comps = []
+    if "static" in conds:
+        comps.append(Comparison(LABELS["rlem"], LABELS["static"]))
+    if "llm" in conds:
+        comps.append(Comparison(LABELS["static" if "static" in conds else "rlem"], LABELS["llm"]))
+    if not comps:
+        return None
+    return ClaimResult(claim, _rlem_est(cfg, runs, claim, metric), LABELS["rlem"], comps,
+                       budget=_rlem_budget(cfg), deviations=_rlem_deviations(cfg))  # fmt: skip
+
+
+def llm_1(cfg: LLMMemoryRLParams, runs: Runs) -> ClaimResult | None:
+    return _rlem_vs_baselines(cfg, runs, LLM_1, "test_success")
+
+
+def llm_2(cfg: LLMMemoryRLParams, runs: Runs) -> ClaimResult | None:
+    return _rlem_vs_baselines(cfg, runs, LLM_2, "test_score")
+
+
+def llm_3(cfg: LLMMemoryRLParams, runs: Runs) -> ClaimResult | None:
+    """RLEM's gain over static exemplars, paired per run (same initial memory), across the
+    (initial memory x training set) combos the runs cover."""
+    df = runs.rlem
+    if not (df.condition == "static").any():
+        return None
+    by = {c: df[df.condition == c].set_index("run") for c in ("rlem", "static")}
+    gain = (by["rlem"].test_score - by["static"].test_score).dropna()
+    combos = {f"memory {by['rlem'].init_memory[r]} · {by['rlem'].train_set[r]}": float(g)
+              for r, g in gain.items()}  # fmt: skip
+    name = "RLEM − static (score gain)"
+    est = {name: estimate(gain.values, "LLM-3", name, cfg.bootstrap_reps),
+           "no gain": reference(0.0)}  # fmt: skip
+    n = len(combos)
+    return ClaimResult(
+        LLM_3, est, name, [Comparison(name, "no gain")],
+        budget=_rlem_budget(cfg), deviations=_rlem_deviations(cfg),
+        coverage_complete=n >= 4,
+        coverage_note="" if n >= 4 else f"{n} runs cover {n} of the 4 (memory x training set) combos",
+        extra={"gain_per_combo": combos},
+    )  # fmt: skip
+
+
+def llm_4(cfg: LLMMemoryRLParams, runs: Runs) -> ClaimResult | None:
+    conds = set(runs.rlem.condition)
+    ablations = [c for c in ("rlem_no_bootstrap", "rlem_no_discouraged") if c in conds]
+    if not ablations:
+        return None
+    keep = (LABELS["rlem"], *[LABELS[a] for a in ablations])
+    est = {k: v for k, v in _rlem_est(cfg, runs, LLM_4, "test_score").items() if k in keep}
+    return ClaimResult(
+        LLM_4, est, LABELS["rlem"], [Comparison(LABELS["rlem"], LABELS[a]) for a in ablations],
+        budget=_rlem_budget(cfg), deviations=_rlem_deviations(cfg),
+    )  # fmt: skip
+
+
+# =========================================================================== AgentFly
+def _fly_budget(cfg: LLMMemoryRLParams) -> str:
+    hp = cfg.agentfly
+    return (f"{hp.iterations} iterations over {hp.tasks} tasks (paper: 5 over GAIA / "
+            f"DeepResearcher); {cfg.seeds} seeds")  # fmt: skip
+
+
+def _fly_deviations(cfg: LLMMemoryRLParams) -> list[str]:
+    return [
+        f"LLM: {cfg.llm.model} scoring admissible shop actions (paper: GPT-4.1 planner with "
+        "o4-mini / o3 executors on research tasks)",
+        "cases: the shop episode's instruction, action sequence and outcome; the bank starts "
+        f"with the {cfg.shop_data.n_init} annotated init cases",
+        "parametric Q(s, c): MLP on [s, c, s*c, outcome] fit with binary cross-entropy to the "
+        "episode's reward (a soft label; the reference code uses binary success)",
+    ]
+
+
+def _fly_conds(cfg: LLMMemoryRLParams, runs: Runs) -> list[str]:
+    return [c for c in cfg.agentfly.conditions if (runs.fly.condition == c).any()]
+
+
+def llm_5(cfg: LLMMemoryRLParams, runs: Runs) -> ClaimResult | None:
+    conds, fly, last = _fly_conds(cfg, runs), runs.fly, cfg.agentfly.iterations - 1
+    order = [c for c in ("parametric", "nonparametric", "none") if c in conds]
+    comps = [Comparison(FLY_LABELS[a], FLY_LABELS[b]) for a, b in itertools.pairwise(order)]
+    if not comps:
+        return None
+    est = {FLY_LABELS[c]: estimate([v[last] for v in fly[fly.condition == c].best_score],
+                                   "LLM-5", FLY_LABELS[c], cfg.bootstrap_reps)
+           for c in conds}  # fmt: skip
+    return ClaimResult(
+        replace(LLM_5, metric=LLM_5.metric.format(n=cfg.agentfly.iterations)), est,
+        FLY_LABELS[order[0]], comps, budget=_fly_budget(cfg), deviations=_fly_deviations(cfg),
+    )  # fmt: skip
+
+
+def llm_6(cfg: LLMMemoryRLParams, runs: Runs) -> ClaimResult | None:
+    hp, fly = cfg.agentfly, runs.fly
+    mem = [c for c in ("parametric", "nonparametric") if c in _fly_conds(cfg, runs)]
+    if not mem or hp.iterations < 2:
+        return None
+    est: dict[str, Estimate] = {}
+    comps = []
+    for c in mem:
+        g = fly[fly.condition == c]
+        a, b = f"{FLY_LABELS[c]} · iteration {hp.iterations}", f"{FLY_LABELS[c]} · iteration 1"
+        est[a] = estimate([v[-1] for v in g.iter_score], "LLM-6", a, cfg.bootstrap_reps)
+        est[b] = estimate([v[0] for v in g.iter_score], "LLM-6", b, cfg.bootstrap_reps)
+        comps.append(Comparison(a, b))
+    return ClaimResult(LLM_6, est, next(iter(est)), comps, budget=_fly_budget(cfg),
+                       deviations=_fly_deviations(cfg))  # fmt: skip
+
+
+# =========================================================================== Memory-R1
+def _mr1_deviations(cfg: LLMMemoryRLParams) -> list[str]:
+    hp = cfg.memory_r1
+    return [
+        f"manager: an MLP head ({hp.hidden} units) on frozen MiniLM embeddings of the fact and "
+        f"its {hp.related_k} most related memories (paper: LLaMA-3.1-8B / Qwen-2.5-7B fine-tuned)",
+        f"answer agent: {cfg.llm.model} choosing among candidate answers by log-likelihood from "
+        f"the top {hp.answer_k} memories (paper: the LLM generates from 60 retrieved memories "
+        "after distilling them)",
+        "data: generated LoCoMo-like dialogues (facts introduced, changed, retracted, restated; "
+        "single-hop, multi-hop and temporal questions), split like the paper's 152 / 81 / rest "
+        "questions by whole conversations",
+        "reward: the mean exact match on the probe question asked right after the turn and on "
+        "the question about the memory the operation would touch first (the paper pairs each "
+        "operation with a question whose evidence is the turn; the probe alone left "
+        "overwriting other memories unpunished)",
+        f"Mem0-style heuristic: similarity thresholds (NOOP at cos >= {hp.heuristic_noop:g}, "
+        f"UPDATE at >= {hp.heuristic_update:g}) instead of Mem0's LLM decision",
+    ]
+
+
+def _memory_r1(cfg: LLMMemoryRLParams, runs: Runs, claim: Claim, metric: str):
+    hp, mr1 = cfg.memory_r1, runs.mr1
+    conds = [c for c in hp.conditions if (mr1.condition == c).any()]
+    if "grpo" not in conds or len(conds) < 2:
+        return None
+    budget = (f"GRPO: {hp.epochs} epochs over {hp.probes} probed training turns, G = {hp.group}; "
+              f"{int(mr1.questions.iloc[0])} test questions; {cfg.seeds} seeds (the baselines "
+              "are deterministic: one run stands for every seed)")  # fmt: skip
+    counts = memory_r1_ops(mr1).groupby(level="condition", sort=False).sum()
+    shares = counts.div(counts.sum(axis=1), axis=0).round(3)
+    op_shares = {c: {op: float(shares.loc[c, op]) for op in counts if counts.loc[c, op] > 0}
+                 for c in counts.index}  # fmt: skip
+    est = {MR1_LABELS[c]: estimate(mr1[mr1.condition == c][metric], claim.claim_id,
+                                   MR1_LABELS[c], cfg.bootstrap_reps) for c in conds}  # fmt: skip
+    comps = [Comparison(MR1_LABELS["grpo"], MR1_LABELS[c])
+             for c in ("heuristic", "prompted") if c in conds]  # fmt: skip
+    return ClaimResult(
+        claim, est, MR1_LABELS["grpo"], comps, budget=budget, deviations=_mr1_deviations(cfg),
+        extra={"f1_by_category": {MR1_LABELS[c]: mr1[mr1.condition == c].f1_by_category.iloc[0]
+                                  for c in conds},
+               "operations chosen on the test turns (share)": op_shares},
+    )  # fmt: skip
+
+
+def llm_7(cfg: LLMMemoryRLParams, runs: Runs) -> ClaimResult | None:
+    return _memory_r1(cfg, runs, LLM_7, "f1")
+
+
+def llm_8(cfg: LLMMemoryRLParams, runs: Runs) -> ClaimResult | None:
+    return _memory_r1(cfg, runs, LLM_8, "em")
+
+
+CLAIMS = (llm_1, llm_2, llm_3, llm_4, llm_5, llm_6, llm_7, llm_8)
+
+
+def claims(cfg: LLMMemoryRLParams, runs: Runs) -> list[ClaimResult]:
+    """Every claim the profile's runs can test, in order."""
+    return [r for f in CLAIMS if (r := f(cfg, runs)) is not None]

@@ -1,0 +1,298 @@
+"""The LLM memory RL family's jobs: a frozen LLM whose memory is shaped by reinforcement
+learning. One job per (paper's condition, run); nothing here knows about claims.
+
+**REMEMBERER / RLEM** (Zhang et al. 2023).  Run ``r`` starts from initial memory ``r % 2``
+(annotated trajectories of two ``init`` tasks each) and trains on set ``(r // 2) % 2``
+(``train_a`` / ``train_b``), as REMEMBERER tests robustness over two initial memories x two
+training sets; its seed is ``r``. Conditions: ``llm`` (no exemplars), ``static`` (exemplars
+from the initial memory, never updated), ``rlem`` (memory updated by n-step Q-learning after
+each training episode) and the ablations ``rlem_no_bootstrap`` (targets are the n observed
+rewards only) and ``rlem_no_discouraged`` (exemplars show no discouraged action).
+
+**AgentFly / Memento** (2025).  The first ``agentfly.tasks`` test tasks are played for
+``iterations`` passes; with a case bank (seeded with the annotated cases of the ``init``
+tasks) every episode is written back as a case, selected next time by cosine kNN
+(``nonparametric``) or a learned Q(s, c) (``parametric``); ``none`` plays without cases.
+Each seed plays the tasks in its own order every iteration.
+
+**Memory-R1** (Yan et al. 2025).  On LoCoMo-like dialogues (:mod:`memrl.envs.dialogue`) a
+memory manager turns every observed fact into ADD / UPDATE / DELETE / NOOP; the frozen answer
+agent then answers the test questions from the final bank.  ``grpo`` trains the manager with
+GRPO from the answer agent's exact match (one job per seed); ``add_only``, ``heuristic``
+(Mem0-style) and ``prompted`` (the LLM without RL) are deterministic, so they run once.
+
+Each job gets only the parameter blocks it reads (as dicts; the grid's condition lists are
+left out) and returns its memories as ``files``, kept beside its result in the run store.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from functools import lru_cache
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from memrl.families.llm_memory_rl.params import LLMMemoryRLParams
+from memrl.jobs import JobSpec
+
+HERE = "memrl.families.llm_memory_rl.jobs"
+TRAIN_SETS = ("train_a", "train_b")
+MR1_DETERMINISTIC = ("add_only", "heuristic", "prompted")
+
+
+# =========================================================================== resources
+@lru_cache(maxsize=1)
+def _scorer(model: str, device: str):
+    """One scorer per worker process (the model loads once and serves every job)."""
+    from memrl.llm.models import load_model
+    from memrl.llm.scoring import LLMScorer
+
+    return LLMScorer(load_model(model, device))
+
+
+@lru_cache(maxsize=1)
+def _embedder(name: str):
+    from memrl.llm.embeddings import Embedder
+
+    return Embedder(name)
+
+
+def _ns(block: dict[str, Any]) -> SimpleNamespace:
+    return SimpleNamespace(**block)
+
+
+def _saved(save: Callable[[Path], None], name: str) -> bytes:
+    """What ``save(path)`` writes, as bytes (to return as one of a job's ``files``)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        save(Path(tmp) / name)
+        return (Path(tmp) / name).read_bytes()
+
+
+def load_tasks(shop_data: Any):
+    """The catalogue and task splits from ``data/`` (a clear error names ``make data``)."""
+    from memrl.envs.shop import load_shop
+    from memrl.runtime import repo_root
+
+    return load_shop(repo_root() / shop_data.path)
+
+
+def load_dialogues(dialogue_data: Any):
+    from memrl.envs.dialogue import load_dialogues as load
+    from memrl.runtime import repo_root
+
+    return load(repo_root() / dialogue_data.path)
+
+
+def initial_memory(rlem: Any, env, tasks, bootstrap: bool = True):
+    """An experience memory seeded with the annotated trajectories of ``tasks``."""
+    from memrl.envs.shop import expert_episode
+    from memrl.memory.experience import ExperienceMemory, Step
+
+    mem = ExperienceMemory(rlem.capacity, rlem.n_step, rlem.gamma, bootstrap)
+    for task in tasks:
+        mem.update([Step(task.instruction, *t) for t in expert_episode(env, task)])
+    return mem
+
+
+def _setup(llm: Any, shop: Any, shop_data: Any, run: int, salt: int):
+    """What every shop job starts from: its seed and RNG, the shop, and this process's LLM."""
+    from memrl.envs.shop import ShopEnv
+    from memrl.runtime import seed_everything
+
+    seed_everything(run)
+    rng = np.random.default_rng(np.random.SeedSequence([run, salt]))
+    products, splits = load_tasks(shop_data)
+    env = ShopEnv(products, shop.max_steps, shop.n_results)
+    return rng, splits, env, _scorer(llm.model, llm.device), _embedder(llm.embedder)
+
+
+# =========================================================================== one run
+def rlem_job(llm: dict, shop: dict, shop_data: dict, rlem: dict, condition: str, run: int) -> dict:
+    """One REMEMBERER (condition, run): train (RLEM variants) for ``epochs`` over 10 tasks,
+    then test."""
+    from memrl.agents.rlem import MODES, RLEMAgent
+
+    llm, rl = _ns(llm), _ns(rlem)
+    rng, splits, env, scorer, embedder = _setup(llm, _ns(shop), _ns(shop_data), run, salt=7)
+    init_id, train_set = run % 2, TRAIN_SETS[(run // 2) % 2]
+    half = len(splits["init"]) // 2
+    init_tasks = splits["init"][init_id * half : (init_id + 1) * half]
+    tok0 = scorer.tokens_encoded
+    memory = None
+    if condition != "llm":
+        memory = initial_memory(rl, env, init_tasks, condition != "rlem_no_bootstrap")
+    agent = RLEMAgent(
+        scorer, embedder, memory, condition if condition in MODES else "rlem", rng,
+        exemplars=rl.exemplars, temperature=llm.temperature,
+        discouraged=condition != "rlem_no_discouraged",
+    )  # fmt: skip
+    train_success, train_score = [], []
+    if agent.mode == "rlem":
+        tasks = list(splits[train_set])
+        for _ in range(rl.epochs):
+            res = [
+                agent.run_episode(env, tasks[i], learn=True) for i in rng.permutation(len(tasks))
+            ]
+            train_success.append(float(np.mean([r.success for r in res])))
+            train_score.append(float(np.mean([r.reward for r in res])))
+    test = [agent.run_episode(env, t, learn=False) for t in splits["test"][: rl.test_tasks]]
+    files = {}
+    if memory is not None:
+        name = f"{condition}-run{run}.json"
+        files[name] = _saved(memory.save, name)
+    return {
+        "paper": "rememberer", "condition": condition, "run": run,
+        "init_memory": "AB"[init_id], "train_set": train_set if agent.mode == "rlem" else "",
+        "test_success": float(np.mean([r.success for r in test])),
+        "test_score": float(np.mean([r.reward for r in test])),
+        "test_steps": float(np.mean([r.steps for r in test])),
+        "train_success": train_success, "train_score": train_score,
+        "memory_records": len(memory) if memory is not None else 0,
+        "decisions": agent.decisions, "tokens": scorer.tokens_encoded - tok0, "files": files,
+    }  # fmt: skip
+
+
+def agentfly_job(
+    llm: dict, shop: dict, shop_data: dict, agentfly: dict, condition: str, run: int
+) -> dict:
+    """One AgentFly (condition, run): ``iterations`` passes over the same tasks."""
+    from memrl.agents.memento import CaseAgent
+    from memrl.envs.shop import expert_episode
+    from memrl.memory.cases import Case, CaseBank
+
+    llm, hp = _ns(llm), _ns(agentfly)
+    rng, splits, env, scorer, embedder = _setup(llm, _ns(shop), _ns(shop_data), run, salt=11)
+    tok0 = scorer.tokens_encoded
+    bank = None
+    if condition != "none":
+        bank = CaseBank(condition, hp.k, hp.q_learning_rate, hp.q_epochs, seed=run)
+        for task in splits["init"]:  # annotated cases, as REMEMBERER's initial memories
+            played = expert_episode(env, task)
+            bank.add(Case(task.instruction, tuple(t.action for t in played), played[-1].reward))
+    agent = CaseAgent(scorer, embedder, bank, rng, llm.temperature)
+    tasks = splits["test"][: hp.tasks]
+    success, score, best = [], [], np.zeros(len(tasks))
+    solved = np.zeros(len(tasks), dtype=bool)
+    best_so_far, solved_so_far = [], []
+    for _ in range(hp.iterations):
+        r, s = np.zeros(len(tasks)), np.zeros(len(tasks), dtype=bool)
+        for i in rng.permutation(len(tasks)):  # each seed meets the tasks in its own order
+            res = agent.run_episode(env, tasks[i], learn=True)
+            r[i], s[i] = res.reward, res.success
+        best, solved = np.maximum(best, r), solved | s
+        success.append(float(s.mean()))
+        score.append(float(r.mean()))
+        best_so_far.append(float(best.mean()))
+        solved_so_far.append(float(solved.mean()))
+    files = {}
+    if bank is not None:
+        name = f"agentfly-{condition}-run{run}.json"
+        files[name] = _saved(bank.save, name)
+    return {
+        "paper": "agentfly", "condition": condition, "run": run,
+        "iter_success": success, "iter_score": score,
+        "cum_success": solved_so_far, "best_score": best_so_far,
+        "cases": len(bank) if bank is not None else 0,
+        "decisions": agent.decisions, "tokens": scorer.tokens_encoded - tok0, "files": files,
+    }  # fmt: skip
+
+
+def memory_r1_job(
+    llm: dict, dialogue_data: dict, memory_r1: dict, condition: str, run: int
+) -> dict:
+    """One Memory-R1 (condition, run): train the manager (``grpo``), then answer the test
+    questions from the bank each manager builds for every test conversation."""
+    import pandas as pd
+
+    from memrl.agents import memory_r1 as mr1
+    from memrl.runtime import seed_everything
+
+    seed_everything(run)
+    rng = np.random.default_rng(np.random.SeedSequence([run, 13]))
+    llm, hp = _ns(llm), _ns(memory_r1)
+    splits = load_dialogues(_ns(dialogue_data))
+    test = splits["test"][: hp.test_conversations]
+    scorer, embedder = _scorer(llm.model, llm.device), _embedder(llm.embedder)
+    tok0 = scorer.tokens_encoded
+    answerer = mr1.AnswerAgent(scorer, hp.answer_k)
+    history: list[dict] = []
+    files = {}
+    if condition == "add_only":
+        manager = mr1.AddOnly()
+    elif condition == "heuristic":
+        manager = mr1.HeuristicManager(hp.heuristic_noop, hp.heuristic_update)
+    elif condition == "prompted":
+        manager = mr1.PromptedManager(scorer, hp.related_k)
+    else:
+        import torch as th
+
+        policy = mr1.ManagerPolicy(embedder.embed(["x"]).shape[1], hp.related_k, hp.hidden)
+        grpo = mr1.GRPOConfig(hp.epochs, hp.group, hp.probes, hp.learning_rate, hp.clip,
+                              hp.update_epochs, hp.beta)  # fmt: skip
+        history = mr1.train_grpo(policy, splits["train"], answerer, embedder.embed, grpo, rng)
+        manager = mr1.RLManager(policy)
+        name = f"memory_r1-grpo-run{run}.pt"
+        files[name] = _saved(lambda p: th.save(policy.state_dict(), p), name)
+    train_calls = answerer.calls
+    rows, ops = mr1.evaluate(manager, test, answerer, embedder.embed)
+    q, o = pd.DataFrame(rows), pd.DataFrame(ops)
+    return {
+        "paper": "memory_r1", "condition": condition, "run": run,
+        "f1": float(q.f1.mean()), "em": float(q.em.mean()),
+        "f1_by_category": q.groupby("category").f1.mean().round(4).to_dict(),
+        "ops_by_kind": {k: g.op.value_counts().to_dict() for k, g in o.groupby("kind")},
+        "probe_em": [float(np.nanmean([h["probe_em"] for h in history if h["epoch"] == e]))
+                     for e in range(1, hp.epochs + 1)] if history else [],
+        "questions": len(q), "memories": float(q.groupby("conversation").memories.first().mean()),
+        "answer_calls_train": train_calls, "answer_calls_test": answerer.calls - train_calls,
+        "tokens": scorer.tokens_encoded - tok0, "files": files,
+    }  # fmt: skip
+
+
+# seconds per job measured on the default profile (2026-11-23, 1 thread): two workers
+# finish together when the longest jobs go first
+EXPECTED_SECONDS = {
+    ("rlem_job", "rlem"): 160, ("rlem_job", "rlem_no_bootstrap"): 137,
+    ("rlem_job", "rlem_no_discouraged"): 120, ("rlem_job", "static"): 33, ("rlem_job", "llm"): 17,
+    ("memory_r1_job", "grpo"): 236, ("memory_r1_job", "prompted"): 109,
+    ("memory_r1_job", "add_only"): 58, ("memory_r1_job", "heuristic"): 56,
+    ("agentfly_job", "nonparametric"): 82, ("agentfly_job", "parametric"): 76,
+    ("agentfly_job", "none"): 54,
+}  # fmt: skip
+
+
+def preflight(cfg: LLMMemoryRLParams) -> None:
+    """Fail before any job starts if the model or the data is missing (and convert once)."""
+    from memrl.llm.models import ensure_model
+
+    ensure_model(cfg.llm.model)
+    load_tasks(cfg.shop_data)
+    load_dialogues(cfg.dialogue_data)
+
+
+def grid(cfg: LLMMemoryRLParams) -> list[JobSpec]:
+    """Every job: REMEMBERER's and AgentFly's (condition, run), Memory-R1's GRPO runs and its
+    deterministic baselines (once each)."""
+
+    def dump(block) -> dict[str, Any]:
+        return block.model_dump(mode="json", exclude={"conditions"})
+
+    llm, shop, data = dump(cfg.llm), dump(cfg.shop), dump(cfg.shop_data)
+    runs = range(cfg.seeds)
+
+    def job(fn: str, c: str, r: int, label: str, **kw: Any) -> JobSpec:
+        return JobSpec(f"{HERE}:{fn}", {**kw, "condition": c, "run": r},
+                       EXPECTED_SECONDS.get((fn, c), 0), label=f"{label} {c} · run {r}")  # fmt: skip
+
+    out = [job("rlem_job", c, r, "REMEMBERER", llm=llm, shop=shop, shop_data=data,
+               rlem=dump(cfg.rlem)) for c in cfg.rlem.conditions for r in runs]  # fmt: skip
+    out += [job("agentfly_job", c, r, "AgentFly", llm=llm, shop=shop, shop_data=data,
+                agentfly=dump(cfg.agentfly)) for c in cfg.agentfly.conditions for r in runs]  # fmt: skip
+    out += [job("memory_r1_job", c, r, "Memory-R1", llm=llm, dialogue_data=dump(cfg.dialogue_data),
+                memory_r1=dump(cfg.memory_r1))
+            for c in cfg.memory_r1.conditions for r in ([0] if c in MR1_DETERMINISTIC else runs)]  # fmt: skip
+    return out

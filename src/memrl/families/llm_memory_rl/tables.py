@@ -1,0 +1,110 @@
+"""The LLM memory RL family's stored runs as tables (REMEMBERER, AgentFly, Memory-R1),
+their curves, and the CSVs ``dvc plots`` draws."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import pandas as pd
+
+from memrl.families import Plot
+from memrl.families.llm_memory_rl.params import LLMMemoryRLParams
+
+LABELS = {
+    "llm": "LLM only",
+    "static": "static exemplars",
+    "rlem": "RLEM",
+    "rlem_no_bootstrap": "RLEM w/o bootstrap",
+    "rlem_no_discouraged": "RLEM w/o discouraged",
+}
+FLY_LABELS = {"none": "no memory", "nonparametric": "non-parametric", "parametric": "parametric"}
+MR1_LABELS = {"add_only": "add only", "heuristic": "Mem0-style heuristic",
+              "prompted": "prompted LLM", "grpo": "Memory-R1 (GRPO)"}  # fmt: skip
+MR1_DETERMINISTIC = ("add_only", "heuristic", "prompted")
+OPS = ("ADD", "NOOP", "UPDATE", "DELETE")  # as memrl.agents.memory_r1.OPS (a test checks)
+
+PLOTS = (
+    Plot("training_epochs.csv", "epoch", ("RLEM", "RLEM w/o bootstrap", "RLEM w/o discouraged"),
+         "REMEMBERER: training score per epoch (mean over runs)"),
+    Plot("agentfly_iterations.csv", "iteration", ("no memory", "non-parametric", "parametric"),
+         "AgentFly: best score per task so far, over iterations (mean over seeds)"),
+)  # fmt: skip
+
+
+class Runs(NamedTuple):
+    """One row per (condition, run): REMEMBERER's ``rlem``, AgentFly's ``fly`` and
+    Memory-R1's ``mr1`` (a deterministic baseline's one run stands for every seed, marked
+    ``deterministic``)."""
+
+    rlem: pd.DataFrame
+    fly: pd.DataFrame
+    mr1: pd.DataFrame
+
+
+def _in_order(rows: list[dict], conditions) -> pd.DataFrame:
+    """Rows as a table ordered by the profile's condition order, then by run."""
+    rank = {c: i for i, c in enumerate(conditions)}
+    df = pd.DataFrame(sorted(rows, key=lambda r: (rank[r["condition"]], r["run"])))
+    return df.drop(columns="paper")
+
+
+def load(cfg: LLMMemoryRLParams, results: Sequence[dict[str, Any]]) -> Runs:
+    """Stored results (:meth:`memrl.jobs.RunStore.results`) as :class:`Runs`."""
+    rlem = [r for r in results if r["paper"] == "rememberer"]
+    fly = [r for r in results if r["paper"] == "agentfly"]
+    mr1 = []
+    for c in cfg.memory_r1.conditions:
+        got = [r for r in results if r["paper"] == "memory_r1" and r["condition"] == c]
+        det = c in MR1_DETERMINISTIC
+        if det:  # run once: the same row for every seed
+            got = [{**got[0], "run": s} for s in range(cfg.seeds)]
+        mr1 += [{**r, "deterministic": det} for r in got]
+    return Runs(
+        _in_order(rlem, cfg.rlem.conditions),
+        _in_order(fly, cfg.agentfly.conditions),
+        _in_order(mr1, cfg.memory_r1.conditions),
+    )
+
+
+def iteration_curves(fly: pd.DataFrame) -> pd.DataFrame:
+    """AgentFly per iteration: score, success and their cumulative versions, per run."""
+    rows = []
+    for _, r in fly.iterrows():
+        for i in range(len(r.iter_score)):
+            rows.append({"condition": FLY_LABELS[r.condition], "run": r.run, "iteration": i + 1,
+                         "score": r.iter_score[i], "success": r.iter_success[i],
+                         "best_score": r.best_score[i], "cum_success": r.cum_success[i]})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def training_curves(df: pd.DataFrame) -> pd.DataFrame:
+    """Training success and score per epoch of the RLEM variants: one row per (run, epoch)."""
+    rows = []
+    for _, r in df[df.train_success.map(len) > 0].iterrows():
+        for ep, (s, sc) in enumerate(zip(r.train_success, r.train_score, strict=True)):
+            rows.append({"condition": LABELS[r.condition], "run": r.run, "epoch": ep + 1,
+                         "success": s, "score": sc})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def memory_r1_ops(mr1: pd.DataFrame) -> pd.DataFrame:
+    """How often each manager chose each operation per kind of turn (summed over runs)."""
+    rows = []
+    for _, r in mr1[~mr1.deterministic | (mr1.run == 0)].iterrows():
+        for kind, counts in r.ops_by_kind.items():
+            for op, n in counts.items():
+                rows.append({"condition": MR1_LABELS[r.condition], "kind": kind, "op": op, "n": n})
+    df = pd.DataFrame(rows)
+    table = df.groupby(["condition", "kind", "op"], sort=False).n.sum().unstack(fill_value=0)
+    return table.reindex(columns=[o for o in OPS if o in table.columns])
+
+
+def plot_data(curves: pd.DataFrame, iters: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Wide tables for ``dvc plots`` (see :data:`PLOTS`)."""
+    return {
+        "training_epochs.csv": curves.groupby(["epoch", "condition"], sort=False)
+        .score.mean().unstack().reset_index(),
+        "agentfly_iterations.csv": iters.groupby(["iteration", "condition"], sort=False)
+        .best_score.mean().unstack().reset_index(),
+    }  # fmt: skip

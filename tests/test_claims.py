@@ -1,0 +1,179 @@
+"""Every family's claims on fabricated runs: one set where the paper's claims hold, one where
+they fail (no training). The recurrent family's are in test_recurrent_off_policy.py."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from memrl.config import load_family
+from memrl.families.episodic_control import claims as ec
+from memrl.families.episodic_control import tables as ec_tables
+from memrl.families.episodic_control.params import method_label, short_env
+from memrl.families.experience_replay import claims as er
+from memrl.families.experience_replay import tables as er_tables
+from memrl.families.experience_replay.params import RAE_CONDITIONS, q_label, q_replay_configs
+from memrl.families.llm_memory_rl import claims as llm
+from memrl.families.llm_memory_rl import tables as llm_tables
+from memrl.stats.claims import NOT_REPRODUCED, PARTIALLY, REPRODUCED
+
+
+def cfg_of(family: str):
+    return load_family(family, "default").model_copy(update={"bootstrap_reps": 200})
+
+
+def verdicts(rows) -> dict[str, str]:
+    return {r.claim.claim_id: r.verdict for r in rows}
+
+
+# =========================================================================== episodic control
+def ec_runs(cfg, good: bool) -> pd.DataFrame:
+    """MFEC and NEC ahead of DQN early (``good``) or behind; aggregation cuts memory at no cost
+    (``good``) or keeps it and loses return."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for e in cfg.envs:
+        env = short_env(e.env_id)
+        for m in e.methods:
+            radii = [0.0] + (list(cfg.aggregation.merge_radii)
+                             if m == "MFEC" and e.env_id == cfg.aggregation.env_id else [])  # fmt: skip
+            for r in radii:
+                for s in range(cfg.seeds):
+                    early = {"MFEC": 10.0, "NEC": 12.0, "DQN": 2.0}[m] * (1 if good else -1)
+                    memory = 1000.0 / (1 + r) if good else 1000.0 * (1 + r)
+                    late = 5.0 if good or r == 0 else 1.0
+                    rows.append({"env": env, "method": method_label(m, r), "merge_radius": r,
+                                 "seed": s, "early_return": early + rng.normal(0, 0.1),
+                                 "late_return": late + rng.normal(0, 0.1),
+                                 "memory_size": memory + rng.normal(0, 1),
+                                 "scanned_per_step": memory})  # fmt: skip
+    return ec_tables.load(rows, [short_env(e.env_id) for e in cfg.envs])
+
+
+def test_episodic_control_claims_follow_the_runs():
+    cfg = cfg_of("episodic_control")
+    good = verdicts(ec.claims(cfg, ec_runs(cfg, True)))
+    assert good == {"EC-1": PARTIALLY, "EC-2": REPRODUCED, "EC-3": REPRODUCED, "EC-4": PARTIALLY}
+    bad = verdicts(ec.claims(cfg, ec_runs(cfg, False)))
+    assert bad == dict.fromkeys(good, NOT_REPRODUCED)
+
+
+def test_episodic_control_refuses_runs_without_early_episodes():
+    rows = [{"env": "Breakout", "method": "DQN", "merge_radius": 0.0, "seed": 0,
+             "early_return": float("nan"), "late_return": 1.0}]  # fmt: skip
+    with pytest.raises(RuntimeError, match="raise total_timesteps"):
+        ec_tables.load(rows, ["Breakout"])
+
+
+# =========================================================================== experience replay
+def er_runs(cfg, good: bool) -> dict[str, pd.DataFrame]:
+    rng = np.random.default_rng(1)
+    sign = 1 if good else -1
+    rows = []
+    for k, f in q_replay_configs(cfg.q_replay):
+        for s in range(cfg.seeds):
+            err = 0.5 - sign * 0.02 * k / f + rng.normal(0, 1e-3)
+            rows.append({"kind": "q_replay", "seed": s, "replay_count": k, "replay_every": f,
+                         "config": q_label(k, f), "steps": [1, 2], "error": [1.0, err],
+                         "final_error": err})  # fmt: skip
+    for n in cfg.cliffwalk.n_states:
+        for i, m in enumerate(("oracle", "prioritized", "uniform")):
+            for s in range(cfg.seeds):
+                cost = 2.0 ** (n * (i + 1) / 3) if good else 2.0 ** (n * (3 - i) / 3)
+                rows.append({"kind": "cliffwalk", "seed": s, "n_states": n, "method": m,
+                             "updates": cost * (1 + 0.01 * s), "censored": False})  # fmt: skip
+    for m in ("DQN", "DQN+PER"):
+        for s in range(cfg.seeds):
+            v = (30.0 if (m == "DQN+PER") == good else 10.0) + rng.normal(0, 0.1)
+            rows.append({"kind": "per_dqn", "seed": s, "method": m, "mean_train_return": v,
+                         "final_return": v, "grid": [1, 2], "curve": [v, v]})  # fmt: skip
+    for n in cfg.her.n_bits:
+        for m in ("DQN", "DQN+HER"):
+            for s in range(cfg.seeds):
+                solved = n <= (50 if (m == "DQN+HER") == good else 10)
+                rows.append({"kind": "her", "seed": s, "n_bits": n, "method": m,
+                             "success": 1.0 if solved else 0.0})  # fmt: skip
+    for c in RAE_CONDITIONS:
+        for s in range(cfg.seeds):
+            v = (-200.0 if (c != "scratch") == good else -900.0) + rng.normal(0, 1)
+            rows.append({"kind": "rae", "seed": s, "condition": c, "mean_train_return": v,
+                         "final_return": v, "grid": [1, 2], "curve": [v, v]})  # fmt: skip
+    return er_tables.load(rows)
+
+
+def test_experience_replay_claims_follow_the_runs():
+    cfg = cfg_of("experience_replay")
+    good = verdicts(er.claims(cfg, er_runs(cfg, True)))
+    assert good == {"ER-1": REPRODUCED, "ER-2": REPRODUCED, "ER-3": PARTIALLY,
+                    "ER-4": REPRODUCED, "ER-5": REPRODUCED, "ER-6": REPRODUCED}  # fmt: skip
+    bad = verdicts(er.claims(cfg, er_runs(cfg, False)))
+    assert bad == dict.fromkeys(good, NOT_REPRODUCED)
+
+
+def test_experience_replay_plot_tables_are_the_declared_dvc_plots():
+    cfg = cfg_of("experience_replay")
+    made = er_tables.plot_data(cfg, er_runs(cfg, True))
+    assert set(made) == {p.file for p in er_tables.PLOTS}
+    for p in er_tables.PLOTS:
+        assert {p.x, *p.y} == set(made[p.file].columns), p.file
+
+
+# =========================================================================== LLM memory RL
+def llm_runs(cfg, good: bool) -> llm_tables.Runs:
+    rng = np.random.default_rng(2)
+    rows = []
+    rank = {"llm": 0, "static": 1, "rlem_no_bootstrap": 2, "rlem_no_discouraged": 2, "rlem": 3}
+    for c in cfg.rlem.conditions:
+        for r in range(cfg.seeds):
+            v = (rank[c] if good else 3 - rank[c]) / 4 + rng.normal(0, 0.01)
+            rows.append({"paper": "rememberer", "condition": c, "run": r,
+                         "init_memory": "AB"[r % 2], "train_set": ("train_a", "train_b")[r // 2 % 2],
+                         "test_success": v, "test_score": v, "train_success": [v],
+                         "train_score": [v]})  # fmt: skip
+    fly_rank = {"none": 0, "nonparametric": 1, "parametric": 2}
+    n = cfg.agentfly.iterations
+    for c in cfg.agentfly.conditions:
+        for r in range(cfg.seeds):
+            top = (fly_rank[c] if good else 2 - fly_rank[c]) / 4 + rng.normal(0, 0.01)
+            start = top / 2 if good else top * 2
+            it = list(np.linspace(start, top, n))
+            rows.append({"paper": "agentfly", "condition": c, "run": r, "iter_score": it,
+                         "iter_success": it, "best_score": it, "cum_success": it})  # fmt: skip
+    mr1 = {"add_only": 0.3, "heuristic": 0.35, "prompted": 0.32, "grpo": 0.5 if good else 0.1}
+    for c in cfg.memory_r1.conditions:
+        for r in [0] if c in llm_tables.MR1_DETERMINISTIC else range(cfg.seeds):
+            v = mr1[c] + rng.normal(0, 0.01)
+            rows.append({"paper": "memory_r1", "condition": c, "run": r, "f1": v, "em": v,
+                         "f1_by_category": {"single-hop": v}, "questions": 80,
+                         "ops_by_kind": {"intro": {"ADD": 3, "NOOP": 1}}})  # fmt: skip
+    return llm_tables.load(cfg, rows)
+
+
+def test_llm_memory_claims_follow_the_runs():
+    cfg = cfg_of("llm_memory_rl")
+    good = verdicts(llm.claims(cfg, llm_runs(cfg, True)))
+    assert good == {"LLM-1": REPRODUCED, "LLM-2": REPRODUCED, "LLM-3": PARTIALLY,
+                    "LLM-4": REPRODUCED, "LLM-5": REPRODUCED, "LLM-6": REPRODUCED,
+                    "LLM-7": REPRODUCED, "LLM-8": REPRODUCED}  # fmt: skip
+    bad = verdicts(llm.claims(cfg, llm_runs(cfg, False)))
+    assert bad == dict.fromkeys(good, NOT_REPRODUCED)
+
+
+def test_llm_tables_know_the_managers_operations():
+    from memrl.agents.memory_r1 import OPS
+
+    assert llm_tables.OPS == OPS
+    cfg = cfg_of("llm_memory_rl")
+    runs = llm_runs(cfg, True)
+    assert (runs.mr1.groupby("condition").run.nunique() == cfg.seeds).all()  # baselines repeated
+    ops = llm_tables.memory_r1_ops(runs.mr1)
+    assert ops.loc[("add only", "intro"), "ADD"] == 3  # counted once, not once per seed
+
+
+def test_claims_do_not_depend_on_each_other_for_bootstrap_seeds():
+    """A claim's intervals come from (claim id, estimate name): adding a claim or a method
+    elsewhere leaves them as they are."""
+    cfg = cfg_of("llm_memory_rl")
+    runs = llm_runs(cfg, True)
+    alone = llm.llm_5(cfg, runs).estimates
+    fewer = runs._replace(rlem=runs.rlem[runs.rlem.condition != "llm"])
+    assert {r.claim.claim_id: r for r in llm.claims(cfg, fewer)}["LLM-5"].estimates == alone

@@ -1,0 +1,152 @@
+"""Jobs, the run store and the executors (memrl.jobs): keys, atomic results, resume,
+failures, clean interrupts, and the Ray executor's identical results."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from memrl.jobs import JobsFailed, JobSpec, MissingRunsError, RunStore, execute
+
+HERE = Path(__file__).parent
+
+
+def spec(fn: str, **kw) -> JobSpec:
+    return JobSpec(f"toy_jobs:{fn}", kw, label=f"{fn} {kw.get('x')}")
+
+
+def test_key_is_stable_and_depends_on_function_arguments_and_code():
+    a = JobSpec("m:f", {"b": 1, "a": [1, 2.5]}, cost=3)
+    assert a.key == JobSpec("m:f", {"a": [1, 2.5], "b": 1}, cost=99, label="x").key  # order, cost
+    assert a.key == "dfe6c2d5c1ab7643a819"  # stable across processes and machines
+    assert a.key != JobSpec("m:f", {"b": 2, "a": [1, 2.5]}).key
+    assert a.key != JobSpec("m:g", {"b": 1, "a": [1, 2.5]}).key
+    assert a.key != JobSpec("m:f", {"b": 1, "a": [1, 2.5]}, code="abc").key
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [({"x": object()}, "JSON values"), ({"x": float("nan")}, "NaN"), ({"x": {1: 2}}, "strings")],
+)
+def test_bad_arguments_fail_when_the_spec_is_made(kwargs, message):
+    with pytest.raises(TypeError, match=message):
+        JobSpec("m:f", kwargs)
+    with pytest.raises(ValueError, match="module:function"):
+        JobSpec("f", {})
+
+
+def test_store_runs_only_missing_jobs_and_keeps_files(tmp_path):
+    store = RunStore(tmp_path / "runs")
+    specs = [spec("square", x=i) for i in range(4)]
+    r1 = execute(specs[:2], store, workers=1)
+    assert (r1.ran, r1.skipped) == (2, 0)
+    r2 = execute(specs, store, workers=2)
+    assert (r2.ran, r2.skipped) == (2, 2)
+    assert [r["y"] for r in store.results(specs)] == [0, 1, 4, 9]
+    f = spec("with_files", x=7)
+    execute([f], store, workers=1)
+    (res,) = store.results([f])
+    assert Path(res["files_dir"], "note.txt").read_text() == "job 7"
+    assert Path(res["files_dir"], "raw.bin").read_bytes() == bytes([7, 0, 255])
+    store.prune(specs[:1])
+    assert store.keys() == {specs[0].key}
+    with pytest.raises(MissingRunsError, match="1 of 2 runs missing"):
+        store.results(specs[:2])
+
+
+def test_a_corrupt_or_foreign_result_is_rerun(tmp_path):
+    store = RunStore(tmp_path)
+    s = spec("square", x=3)
+    execute([s], store, workers=1)
+    store.path(s).write_text('{"version": 1, "key": "x')  # a torn write by another tool
+    assert not store.has(s)
+    assert execute([s], store, workers=1).ran == 1 and store.has(s)
+
+
+def test_a_failing_job_is_reported_and_the_others_are_kept(tmp_path):
+    store = RunStore(tmp_path)
+    specs = [spec("fail_on", x=i, bad=2) for i in range(5)]
+    with pytest.raises(JobsFailed) as err:
+        execute(specs, store, workers=2)
+    msg = str(err.value)
+    assert "1 of 5 jobs failed" in msg and "job 2 is broken" in msg and "fail_on 2" in msg
+    assert store.keys() == {s.key for i, s in enumerate(specs) if i != 2}
+
+
+def test_unknown_executor_or_function_fails_clearly(tmp_path):
+    with pytest.raises(ValueError, match="unknown executor"):
+        execute([spec("square", x=1)], RunStore(tmp_path), executor="slurm")
+    report = execute([JobSpec("toy_jobs:nope", {})], RunStore(tmp_path), workers=1,
+                     raise_on_failure=False)  # fmt: skip
+    assert "cannot find job function" in report.failures[0][1]
+
+
+INTERRUPTED = textwrap.dedent(
+    """
+    import sys
+    from memrl.jobs import JobSpec, RunStore, execute, raise_on_sigterm
+    raise_on_sigterm()
+    store, logs = RunStore(sys.argv[1]), sys.argv[2]
+    specs = [JobSpec("toy_jobs:slow", {"x": i, "seconds": 0.2 if i < 2 else 60, "log_dir": logs})
+             for i in range(6)]
+    report = execute(specs, store, workers=2)
+    print(report.ran, report.skipped)
+    """
+)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/stat")
+    return not (status.exists() and status.read_text().split()[2] == "Z")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+def test_sigterm_stops_every_worker_and_a_rerun_resumes(tmp_path):
+    store, logs = tmp_path / "runs", tmp_path / "logs"
+    logs.mkdir()
+    env = {**os.environ, "PYTHONPATH": f"{HERE}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    cmd = [sys.executable, "-c", INTERRUPTED, str(store), str(logs)]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    while len(RunStore(store).keys()) < 2 or len(list(logs.glob("*.pid"))) < 4:
+        assert time.time() < deadline, proc.stderr.read().decode() if proc.poll() else "stuck"
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) != 0
+    workers = {int(p.stem.split("-")[1]) for p in logs.glob("*.pid")}
+    time.sleep(0.5)
+    assert not [p for p in workers if _alive(p)], "workers outlived the interrupted run"
+    assert len(RunStore(store).keys()) == 2  # the two finished jobs, nothing half-written
+    assert not [p for p in store.iterdir() if p.name.startswith(".")]
+    # a second run executes only the unfinished jobs (made short this time)
+    rerun = INTERRUPTED.replace("60", "0.1")
+    out = subprocess.run([sys.executable, "-c", rerun, str(store), str(logs)], env=env,
+                         capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
+    assert out.stdout.split() == ["4", "2"]
+
+
+def test_ray_executor_gives_the_process_pools_results(tmp_path):
+    """Experience replay's smoke jobs (a quick subset of them) on a local Ray instance."""
+    pytest.importorskip("ray")
+    from memrl import families
+    from memrl.config import load_family
+
+    fam = families.get("experience_replay")
+    specs = [s for s in fam.grid(load_family("experience_replay", "smoke"))
+             if "q_replay" in s.fn or "her_job" in s.fn][:6]  # fmt: skip
+    a, b = RunStore(tmp_path / "pool"), RunStore(tmp_path / "ray")
+    execute(specs, a, executor="process", workers=2)
+    assert execute(specs, b, executor="ray", workers=2).ran == len(specs)
+    for s in specs:
+        ra, rb = json.loads(a.path(s).read_text()), json.loads(b.path(s).read_text())
+        assert ra["result"] == rb["result"] and ra["spec"] == rb["spec"]
