@@ -63,8 +63,8 @@ def main() -> None:
 def agents(steps: int) -> None:
     """Env steps/s of MFEC and NEC vs SB3 DQN (MinAtar network), default hyperparameters."""
     from memrl.agents import mfec, nec
+    from memrl.agents.sb3_baselines import dqn_train
     from memrl.config import load_family
-    from memrl.experiments.episodic_control import dqn_train
     from memrl.runtime import set_torch_threads
 
     set_torch_threads(1)

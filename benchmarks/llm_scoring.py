@@ -25,7 +25,7 @@ import torch as th
 from memrl.agents.rlem import PREFIX, RLEMAgent, build_prompt
 from memrl.config import load_family
 from memrl.envs.shop import ShopEnv
-from memrl.experiments import llm_memory_rl as lm
+from memrl.families.llm_memory_rl import jobs as lm
 from memrl.llm.embeddings import Embedder
 from memrl.llm.models import load_model
 from memrl.llm.scoring import LLMScorer
@@ -34,9 +34,9 @@ from memrl.memory.experience import ExperienceMemory, Step
 
 def decisions(cfg, n: int):
     """``n`` (context, prompt, candidates) triples from static-exemplar episodes on test tasks."""
-    products, splits = lm.load_tasks(cfg)
+    products, splits = lm.load_tasks(cfg.shop_data)
     env = ShopEnv(products, cfg.shop.max_steps, cfg.shop.n_results)
-    mem = lm.initial_memory(cfg, env, splits["init"][:2])
+    mem = lm.initial_memory(cfg.rlem, env, splits["init"][:2])
     agent = RLEMAgent(None, Embedder("minilm"), mem, "static", np.random.default_rng(0))
     out, rng = [], np.random.default_rng(1)
     for task in splits["test"]:
@@ -124,7 +124,7 @@ def main() -> None:
         print(f"{label:35s}: {n / t:6.2f} decisions/s  ({t_naive / t:.2f}x)")
 
     # retrieval over a large memory: records from 500 distinct instructions x 20 pages
-    products, splits = lm.load_tasks(cfg)
+    products, splits = lm.load_tasks(cfg.shop_data)
     instr = [t.instruction for v in splits.values() for t in v]
     rng = np.random.default_rng(0)
     mem = ExperienceMemory(capacity=args.records)

@@ -129,3 +129,10 @@ def test_lru_slots_evict_only_their_own_bindings():
     s.bind(b"x", b)  # "x" rebound to b (a key that moved): a's eviction must not drop it
     assert s.allocate() == a  # full: the least recently used slot comes back
     assert s.find(b"x") == b and s.find(b"y") == b and s.size == 2
+
+
+def test_signed_zero_keys_are_one_key():
+    m = EpisodicMemory(10, 2, k=1)
+    i = m.write(np.array([-0.0, 1.0]), 1.0)
+    assert m.write(np.array([0.0, 1.0]), 2.0) == i and len(m) == 1
+    assert m.estimate(np.array([[-0.0, 1.0]]))[0] == 2.0

@@ -117,3 +117,18 @@ def test_plain_sb3_dqn_accepts_the_buffer():
         from stable_baselines3.common.buffers import ReplayBuffer
 
         PrioritizedDQN("MlpPolicy", "CartPole-v1", replay_buffer_class=ReplayBuffer)
+
+
+def test_reset_empties_the_priorities_like_sb3s_reset():
+    np.random.seed(1)
+    buf = filled(8, alpha=0.7, beta0=0.4)
+    buf.update_priorities(np.arange(8), np.arange(8) * 10.0)
+    buf.set_progress(0.5)
+    buf.reset()
+    assert buf.size() == 0 and buf.beta == 0.4 and buf.max_priority == 1.0
+    o = np.zeros((1, 2), np.float32)
+    for _ in range(2):
+        buf.add(o, o, np.array([[0]]), np.array([0.0]), np.array([False]), [{}])
+    s = buf.sample(64)
+    assert set(s.indices.tolist()) <= {0, 1}  # never an index from before the reset
+    np.testing.assert_allclose(s.weights.numpy(), 1.0)  # N = 2, equal priorities

@@ -49,6 +49,8 @@ def test_every_notebook_has_a_dvc_stage():
     for ipynb in (ROOT / "notebooks").glob("*.ipynb"):
         stage = stages[ipynb.stem]
         assert f"notebooks/{ipynb.name}" in stage["deps"]
-        assert "papermill" in stage["cmd"] and "${profile}" in stage["cmd"]
+        assert f"memrl.pipeline notebook {ipynb.stem}" in stage["cmd"]
+        assert "${profile}" in stage["cmd"]
         assert "profile" in stage["params"] and ipynb.stem in stage["params"]
+        assert f"runs_{ipynb.stem}" in stages
     assert "report" in stages
