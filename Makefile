@@ -34,7 +34,7 @@ data: install
 repro: data
 	$(BIN)/python -c "from memrl.config import validate_all; validate_all()"
 ifeq ($(PROFILE),)
-	$(BIN)/python -m memrl.pipeline repro
+	exec $(BIN)/python -m memrl.pipeline repro
 else
 	$(BIN)/dvc exp run -S profile=$(PROFILE)
 endif
