@@ -139,6 +139,13 @@ NOTEBOOK_OUTPUTS = ("figures", "tables")  # folders the notebook writes besides 
 
 
 # =========================================================================== dvc.yaml
+def _code(paths) -> list[str]:
+    """Source files as DVC deps, empty ones left out (DVC warns about them; a file that gets
+    code makes dvc.yaml stale, which tests/test_pipeline.py catches)."""
+    root = repo_root()
+    return sorted(p for p in set(paths) if (root / p).stat().st_size > 0)
+
+
 def dvc_yaml() -> dict[str, Any]:
     """The pipeline, derived from :data:`memrl.families.FAMILIES`."""
     py = "python -m memrl.pipeline"
@@ -148,7 +155,7 @@ def dvc_yaml() -> dict[str, Any]:
         f, res = fam.name, fam.results
         stages[f"runs_{f}"] = {
             "cmd": f"{py} runs {f} --profile {PROFILE_PARAM}",
-            "deps": sorted(set(fam.job_sources()) | set(runner)) + list(fam.data),
+            "deps": _code({*fam.job_sources(), *runner}) + list(fam.data),
             "params": ["profile", "runtime", f],
             "outs": [{fam.runs_dir: {"persist": True}}],
         }
@@ -159,7 +166,7 @@ def dvc_yaml() -> dict[str, Any]:
         stages[f] = {
             "cmd": f"{py} notebook {f} --profile {PROFILE_PARAM}",
             "deps": [f"notebooks/{f}.ipynb"]
-            + sorted(set(fam.analysis_sources()) | set(runner))
+            + _code({*fam.analysis_sources(), *runner})
             + list(fam.data)
             + [fam.runs_dir],
             "params": ["profile", f],
