@@ -20,6 +20,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -200,37 +201,57 @@ def render_dvc_yaml() -> str:
 
 
 # =========================================================================== repro
+def _group_members(pgid: int) -> list[int]:
+    """PIDs of the processes in process group ``pgid`` (Linux: read from /proc)."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+def _stop_stages(dvc_pid: int) -> None:
+    """SIGTERM every process DVC started (its group but DVC itself): a stage cleans up
+    (stops its workers, keeps its finished jobs) and exits, then DVC fails the stage and
+    exits cleanly, releasing its locks. Not on Linux: SIGTERM the whole group."""
+    if not Path("/proc").is_dir():
+        os.killpg(dvc_pid, signal.SIGTERM)
+        return
+    for pid in _group_members(dvc_pid):
+        if pid != dvc_pid:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+
+
 def repro(args: list[str]) -> int:
-    """``dvc repro ARGS`` in its own process group; SIGINT/SIGTERM stop the whole group
-    (DVC, the stage, its workers) cleanly, then forcibly after 30 s."""
+    """``dvc repro ARGS`` in its own process group; SIGINT or SIGTERM stop its stages (and
+    their workers) cleanly, then anything left in the group after 30 s."""
     proc = subprocess.Popen(["dvc", "repro", *args], start_new_session=True)
-    stopping = []
-
-    def forward(signum, frame):  # noqa: ARG001
-        stopping.append(signum)
-        try:
-            os.killpg(proc.pid, signal.SIGINT)  # DVC passes it on; the stage cleans up
-        except ProcessLookupError:
-            pass
-
-    signal.signal(signal.SIGINT, forward)
-    signal.signal(signal.SIGTERM, forward)
+    stopping: list[int] = []
+    signal.signal(signal.SIGINT, lambda signum, frame: stopping.append(signum))
+    signal.signal(signal.SIGTERM, lambda signum, frame: stopping.append(signum))
+    deadline = None
+    while proc.poll() is None:
+        if stopping:
+            deadline = deadline or time.monotonic() + 30
+            _stop_stages(proc.pid)  # again and again: a stage DVC starts meanwhile stops too
+            if time.monotonic() > deadline:
+                os.killpg(proc.pid, signal.SIGKILL)
+        time.sleep(0.2)
+    if not stopping:
+        return proc.returncode
     try:
-        rc = proc.wait()
-    except KeyboardInterrupt:
-        rc = proc.wait()
-    if stopping:
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            pass
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)  # anything still left in the group
-        except ProcessLookupError:
-            pass
-        print("\nmemrl: stopped; finished jobs are kept, `make repro` resumes", file=sys.stderr)
-        return 128 + stopping[0]
-    return rc
+        os.killpg(proc.pid, signal.SIGKILL)  # anything still left in the group
+    except ProcessLookupError:
+        pass
+    print("\nmemrl: stopped; finished jobs are kept, `make repro` resumes", file=sys.stderr)
+    return 128 + stopping[0]
 
 
 # =========================================================================== CLI
@@ -252,23 +273,28 @@ def main(argv: list[str] | None = None) -> int:
         return repro(rest)
     if rest:
         ap.error(f"unrecognized arguments: {' '.join(rest)}")
-    if args.cmd == "runs":
-        raise_on_sigterm()
-        report = run_jobs(args.family, args.profile, executor=args.executor)
-        print(f"{args.family}: {report}")
-    elif args.cmd == "notebook":
-        raise_on_sigterm()
-        print(f"wrote {run_notebook(args.family, args.profile)}")
-    else:
-        path = repo_root() / "dvc.yaml"
-        text = render_dvc_yaml()
-        if args.check:
-            if path.read_text() != text:
-                print("dvc.yaml is out of date: run `python -m memrl.pipeline dvc-yaml`")
-                return 1
-        else:
+    if args.cmd == "dvc-yaml":
+        path, text = repo_root() / "dvc.yaml", render_dvc_yaml()
+        if not args.check:
             path.write_text(text)
             print(f"wrote {path}")
+        elif path.read_text() != text:
+            print("dvc.yaml is out of date: run `python -m memrl.pipeline dvc-yaml`")
+            return 1
+        return 0
+    # DVC ignores SIGINT while a stage runs and its children inherit that: take it back, so
+    # Ctrl-C (like SIGTERM) stops a stage cleanly
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    raise_on_sigterm()
+    try:
+        if args.cmd == "runs":
+            print(f"{args.family}: {run_jobs(args.family, args.profile, executor=args.executor)}")
+        else:
+            print(f"wrote {run_notebook(args.family, args.profile)}")
+    except KeyboardInterrupt:
+        print(f"\n{args.family}: interrupted; finished jobs are kept, results unchanged",
+              file=sys.stderr)  # fmt: skip
+        return 130
     return 0
 
 

@@ -45,6 +45,7 @@ class Family:
     name: str
     title: str
     data: tuple[str, ...] = ()  # data folders its jobs read (DVC deps of its runs stage)
+    gpu: bool = False  # its jobs train torch networks: on a cluster with GPUs, ask for one
 
     def module(self, part: str) -> ModuleType:
         return importlib.import_module(f"memrl.families.{self.name}.{part}")
@@ -84,14 +85,14 @@ class Family:
         # the runner's own code (memrl/jobs.py, this registry) does not change results
         runner = {"src/memrl/jobs.py", "src/memrl/families/__init__.py"}
         code = code_fingerprint(set(self.job_sources()) - runner, repo_root())
-        return [replace(s, code=code) for s in self.module("jobs").grid(cfg)]
+        return [replace(s, code=code, gpu=self.gpu) for s in self.module("jobs").grid(cfg)]
 
 
 FAMILIES: tuple[Family, ...] = (
-    Family("recurrent_off_policy", "Recurrent off-policy RL on POMDPs"),
-    Family("episodic_control", "Episodic control"),
+    Family("recurrent_off_policy", "Recurrent off-policy RL on POMDPs", gpu=True),
+    Family("episodic_control", "Episodic control", gpu=True),
     Family("experience_replay", "Experience replay", data=("data/prior_experiments",)),
-    Family("llm_memory_rl", "LLM memory RL", data=("data/shop", "data/dialogues")),
+    Family("llm_memory_rl", "LLM memory RL", data=("data/shop", "data/dialogues"), gpu=True),
 )
 NAMES = tuple(f.name for f in FAMILIES)
 
