@@ -150,3 +150,56 @@ def test_ray_executor_gives_the_process_pools_results(tmp_path):
     for s in specs:
         ra, rb = json.loads(a.path(s).read_text()), json.loads(b.path(s).read_text())
         assert ra["result"] == rb["result"] and ra["spec"] == rb["spec"]
+
+
+STAGE = textwrap.dedent(
+    """
+    import sys
+    from memrl.jobs import JobSpec, RunStore, execute, raise_on_sigterm
+
+    if __name__ == "__main__":  # the pool's spawned workers import this file
+        raise_on_sigterm()
+        specs = [JobSpec("toy_jobs:slow", {"x": i, "seconds": 0.2 if i < 2 else 60,
+                                          "log_dir": "logs"}) for i in range(6)]
+        try:
+            execute(specs, RunStore("runs"), workers=2)
+        except KeyboardInterrupt:
+            sys.exit(130)
+    """
+)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+def test_sigterm_to_the_repro_wrapper_stops_dvc_its_stage_and_the_workers(tmp_path):
+    """`make repro` runs `python -m memrl.pipeline repro` (exec'd, so make's SIGTERM reaches
+    it): a DVC stage with pool workers is stopped, and nothing it started is left."""
+    import shutil
+
+    dvc = shutil.which("dvc") or str(Path(sys.executable).parent / "dvc")
+    env = {**os.environ, "PYTHONPATH": f"{HERE}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+           "PATH": f"{Path(dvc).parent}{os.pathsep}{os.environ['PATH']}", "DVC_NO_ANALYTICS": "1"}  # fmt: skip
+    (tmp_path / "stage.py").write_text(STAGE)
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "dvc.yaml").write_text(
+        "stages:\n  work:\n    cmd: python stage.py\n    deps: [stage.py]\n"
+        "    outs: [{runs: {persist: true}}]\n"
+    )
+    for cmd in (["git", "init", "-q"], [dvc, "init", "-q"]):
+        subprocess.run(cmd, cwd=tmp_path, env=env, check=True, capture_output=True)
+    proc = subprocess.Popen([sys.executable, "-m", "memrl.pipeline", "repro"], cwd=tmp_path,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
+    deadline = time.time() + 120
+    while (
+        len(RunStore(tmp_path / "runs").keys()) < 2 or len(list((tmp_path / "logs").glob("*"))) < 4
+    ):
+        assert time.time() < deadline and proc.poll() is None, proc.stdout.read().decode()
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    out = proc.communicate(timeout=60)[0].decode()
+    assert proc.returncode == 128 + signal.SIGTERM, out
+    workers = {int(p.stem.split("-")[1]) for p in (tmp_path / "logs").glob("*.pid")}
+    time.sleep(0.5)
+    assert not [p for p in workers if _alive(p)], "workers outlived the interrupted repro"
+    left = subprocess.run(["pgrep", "-f", "stage.py"], capture_output=True, text=True).stdout
+    assert not left.strip(), f"stage processes left: {left}"
+    assert len(RunStore(tmp_path / "runs").keys()) == 2 and "make repro` resumes" in out
