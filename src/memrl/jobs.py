@@ -221,7 +221,8 @@ class RunStore:
         return path
 
     def keys(self) -> set[str]:
-        return {p.stem for p in self.root.glob("*.json") if not p.name.startswith(".")}
+        """Keys of the stored results (the manifest is not one)."""
+        return {p.stem for p in self.root.glob("[!.]*.json")} - {"manifest"}
 
     def prune(self, keep: Iterable[JobSpec]) -> list[str]:
         """Remove results not in ``keep`` and leftovers of interrupted writes (``.*``)."""
@@ -231,7 +232,10 @@ class RunStore:
             key = p.name.split(".")[0]
             if p.name == "manifest.json" or (key in wanted and not p.name.startswith(".")):
                 continue
-            shutil.rmtree(p) if p.is_dir() else p.unlink()
+            if p.is_dir():
+                shutil.rmtree(p)
+            else:
+                p.unlink()
             gone.append(p.name)
         return gone
 
