@@ -91,10 +91,10 @@ def test_results_outlive_a_failed_or_interrupted_notebook_stage(tmp_path, monkey
 
 
 def test_stored_runs_of_another_profile_are_refused(tmp_path):
-    store = RunStore(tmp_path)
-    store.write_manifest([JobSpec("m:f", {})], {"profile": "smoke", "params": "x"})
-    with pytest.raises(MissingRunsError, match="made for profile 'smoke'"):
+    store = RunStore(tmp_path / "default")  # each profile's runs in a folder of their own
+    store.write_manifest([JobSpec("m:f", {})], {"profile": "default", "params": "x"})
+    with pytest.raises(MissingRunsError, match="other parameters"):
         pipeline.load_results("episodic_control", "default", str(tmp_path))
     with pytest.raises(MissingRunsError, match="no stored runs"):
-        pipeline.load_results("episodic_control", "default", str(tmp_path / "empty"))
-    assert json.loads((tmp_path / "manifest.json").read_text())["jobs"][0]["key"]
+        pipeline.load_results("episodic_control", "smoke", str(tmp_path))
+    assert json.loads((tmp_path / "default" / "manifest.json").read_text())["jobs"][0]["key"]

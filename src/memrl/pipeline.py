@@ -39,23 +39,25 @@ def run_jobs(
     family: str, profile: str | None = None, store_dir: str | Path | None = None,
     executor: str | None = None,
 ) -> Report:  # fmt: skip
-    """Run the family's jobs for ``profile`` into ``store_dir`` (default: its runs folder),
-    skipping stored ones; then prune stale results and write the manifest."""
+    """Run the family's jobs for ``profile`` into ``store_dir`` (default: the profile's folder
+    in its runs folder, so profiles never prune each other's runs), skipping stored ones;
+    then prune stale results and write the manifest."""
     fam = families.get(family)
+    profile = profile or _profile()
     cfg = load_family(family, profile)
     rt = load_runtime()
     preflight = getattr(fam.module("jobs"), "preflight", None)
     if preflight is not None:
         preflight(cfg)  # e.g. a missing model or data set fails here, before any job
     specs = fam.grid(cfg)
-    store = RunStore(store_dir if store_dir is not None else repo_root() / fam.runs_dir)
+    store = RunStore(store_dir if store_dir is not None else repo_root() / fam.runs_dir / profile)
     store.root.mkdir(parents=True, exist_ok=True)
     (store.root / "manifest.json").unlink(missing_ok=True)  # written again once all are in
     report = execute(specs, store, executor, rt.workers, rt.torch_threads, desc=family)
     store.prune(specs)
     store.write_manifest(
         specs,
-        {"family": family, "profile": profile or _profile(), "params": families.params_fingerprint(cfg)},
+        {"family": family, "profile": profile, "params": families.params_fingerprint(cfg)},
     )  # fmt: skip
     return report
 
@@ -69,8 +71,8 @@ def _profile() -> str:
 def load_results(family: str, profile: str, runs_dir: str = "") -> list[dict[str, Any]]:
     """The family's stored results for ``profile``.
 
-    With ``runs_dir`` (what the DVC stage passes), read that store and check it was made
-    for this profile and these parameters. Without it (JupyterLab, nbval), run the jobs
+    With ``runs_dir`` (what the DVC stage passes), read the profile's store in it and check
+    it was made for these parameters. Without it (JupyterLab, nbval), run the jobs
     into a cache store first: stored ones are reused, missing ones run.
     """
     fam = families.get(family)
@@ -79,7 +81,8 @@ def load_results(family: str, profile: str, runs_dir: str = "") -> list[dict[str
         store_dir = cache_dir() / "runs" / family / profile
         run_jobs(family, profile, store_dir)
         return RunStore(store_dir).results()
-    store = RunStore(runs_dir if Path(runs_dir).is_absolute() else repo_root() / runs_dir)
+    root = Path(runs_dir) if Path(runs_dir).is_absolute() else repo_root() / runs_dir
+    store = RunStore(root / profile)
     man = store.manifest()
     if man.get("profile") != profile or man.get("params") != families.params_fingerprint(cfg):
         raise MissingRunsError(
