@@ -13,6 +13,7 @@ from memrl.families.experience_replay import claims as er
 from memrl.families.experience_replay import tables as er_tables
 from memrl.families.experience_replay.params import RAE_CONDITIONS, q_label, q_replay_configs
 from memrl.families.llm_memory_rl import claims as llm
+from memrl.families.llm_memory_rl import jobs as llm_jobs
 from memrl.families.llm_memory_rl import tables as llm_tables
 from memrl.stats.claims import NOT_REPRODUCED, PARTIALLY, REPRODUCED
 
@@ -140,7 +141,7 @@ def llm_runs(cfg, good: bool) -> llm_tables.Runs:
                          "iter_success": it, "best_score": it, "cum_success": it})  # fmt: skip
     mr1 = {"add_only": 0.3, "heuristic": 0.35, "prompted": 0.32, "grpo": 0.5 if good else 0.1}
     for c in cfg.memory_r1.conditions:
-        for r in [0] if c in llm_tables.MR1_DETERMINISTIC else range(cfg.seeds):
+        for r in [0] if c in llm_jobs.MR1_DETERMINISTIC else range(cfg.seeds):
             v = mr1[c] + rng.normal(0, 0.01)
             rows.append({"paper": "memory_r1", "condition": c, "run": r, "f1": v, "em": v,
                          "f1_by_category": {"single-hop": v}, "questions": 80,

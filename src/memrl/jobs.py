@@ -114,11 +114,6 @@ class JobSpec:
         return {"fn": self.fn, "kwargs": self.kwargs, "code": self.code, "cost": self.cost,
                 "label": self.label, "gpu": self.gpu}  # fmt: skip
 
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> JobSpec:
-        return cls(d["fn"], d["kwargs"], d.get("cost", 1.0), d.get("code", ""),
-                   d.get("label", ""), d.get("gpu", False))  # fmt: skip
-
 
 def resolve(fn: str) -> Callable[..., dict[str, Any]]:
     """The function a spec names (``"module:function"``)."""
@@ -348,20 +343,15 @@ def execute(
     return report
 
 
-def _format_exc() -> str:
-    return traceback.format_exc()
-
-
 def _in_process(spec: dict[str, Any], threads: int) -> tuple[dict, float] | str:
     try:
         return run_spec(spec, threads)
     except Exception:  # reported with its spec, the other jobs go on
-        return _format_exc()
+        return traceback.format_exc()
 
 
-def _worker_init(threads: int) -> None:
-    """Pool workers: one torch thread, and die with the parent (Linux: PR_SET_PDEATHSIG)."""
-    set_torch_threads(threads)
+def _worker_init() -> None:
+    """Pool workers die with the parent (Linux: PR_SET_PDEATHSIG); each job sets its threads."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; it then kills us
     if sys.platform.startswith("linux"):
         import ctypes
@@ -376,7 +366,6 @@ def _worker_init(threads: int) -> None:
 
 def _local(todo: list[JobSpec], done, workers: int, threads: int) -> None:
     if workers <= 1 or len(todo) == 1:
-        set_torch_threads(threads)
         for spec in todo:
             done(spec, _in_process(spec.to_json(), threads))
         return
@@ -384,7 +373,6 @@ def _local(todo: list[JobSpec], done, workers: int, threads: int) -> None:
         max_workers=min(workers, len(todo)),
         mp_context=mp.get_context("spawn"),
         initializer=_worker_init,
-        initargs=(threads,),
     )
     pending = {}
     try:
@@ -397,7 +385,7 @@ def _local(todo: list[JobSpec], done, workers: int, threads: int) -> None:
                 try:
                     outcome = fut.result()
                 except Exception:  # the worker itself died (e.g. out of memory)
-                    outcome = _format_exc()
+                    outcome = traceback.format_exc()
                 done(spec, outcome)
     except BaseException:
         _kill_pool(pool)
@@ -450,7 +438,7 @@ def _ray(todo: list[JobSpec], done, workers: int, threads: int) -> None:
             try:
                 outcome = ray.get(ready[0])
             except Exception:  # the task's worker died
-                outcome = _format_exc()
+                outcome = traceback.format_exc()
             done(spec, outcome)
     except BaseException:
         for ref in refs:

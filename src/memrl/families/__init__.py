@@ -51,10 +51,6 @@ class Family:
         return importlib.import_module(f"memrl.families.{self.name}.{part}")
 
     @property
-    def schema(self) -> Any:
-        return self.module("params").FAMILY_PARAMS
-
-    @property
     def plots(self) -> tuple[Plot, ...]:
         return tuple(self.module("tables").PLOTS)
 

@@ -21,7 +21,6 @@ LABELS = {
 FLY_LABELS = {"none": "no memory", "nonparametric": "non-parametric", "parametric": "parametric"}
 MR1_LABELS = {"add_only": "add only", "heuristic": "Mem0-style heuristic",
               "prompted": "prompted LLM", "grpo": "Memory-R1 (GRPO)"}  # fmt: skip
-MR1_DETERMINISTIC = ("add_only", "heuristic", "prompted")
 OPS = ("ADD", "NOOP", "UPDATE", "DELETE")  # as memrl.agents.memory_r1.OPS (a test checks)
 
 PLOTS = (
@@ -56,8 +55,8 @@ def load(cfg: LLMMemoryRLParams, results: Sequence[dict[str, Any]]) -> Runs:
     mr1 = []
     for c in cfg.memory_r1.conditions:
         got = [r for r in results if r["paper"] == "memory_r1" and r["condition"] == c]
-        det = c in MR1_DETERMINISTIC
-        if det:  # run once: the same row for every seed
+        det = len(got) == 1 < cfg.seeds  # a deterministic baseline the grid ran once
+        if det:  # the same row for every seed
             got = [{**got[0], "run": s} for s in range(cfg.seeds)]
         mr1 += [{**r, "deterministic": det} for r in got]
     return Runs(
