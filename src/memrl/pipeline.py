@@ -27,7 +27,7 @@ from typing import Any
 import yaml
 
 from memrl import families
-from memrl.config import load_family, load_runtime
+from memrl.config import load_family, load_runtime, read_params
 from memrl.jobs import MissingRunsError, Report, RunStore, execute, raise_on_sigterm
 from memrl.runtime import cache_dir, repo_root
 
@@ -63,8 +63,6 @@ def run_jobs(
 
 
 def _profile() -> str:
-    from memrl.config import read_params
-
     return read_params().get("profile", "default")
 
 
@@ -75,12 +73,12 @@ def load_results(family: str, profile: str, runs_dir: str = "") -> list[dict[str
     it was made for these parameters. Without it (JupyterLab, nbval), run the jobs
     into a cache store first: stored ones are reused, missing ones run.
     """
-    fam = families.get(family)
-    cfg = load_family(family, profile)
     if not runs_dir:
         store_dir = cache_dir() / "runs" / family / profile
         run_jobs(family, profile, store_dir)
         return RunStore(store_dir).results()
+    fam = families.get(family)
+    cfg = load_family(family, profile)
     root = Path(runs_dir) if Path(runs_dir).is_absolute() else repo_root() / runs_dir
     store = RunStore(root / profile)
     man = store.manifest()
@@ -113,7 +111,7 @@ def run_notebook(family: str, profile: str | None = None) -> Path:
                 "profile": profile or _profile(),
                 "output_dir": str(staging),
                 "runs_dir": fam.runs_dir,
-            },  # fmt: skip
+            },
             kernel_name="python3",
             progress_bar=False,
             cwd=str(root),
