@@ -56,7 +56,7 @@ from memrl.families.episodic_control import claims as ec_claims
 from memrl.families.episodic_control import tables
 from memrl.families.episodic_control.params import short_env
 from memrl.pipeline import load_results
-from memrl.results import claims_table, save_claims, save_figure, save_table
+from memrl.results import budget_table, claims_table, save_claims, save_figure, save_table
 from memrl.results import output_dir as resolve_output
 from memrl.stats.curves import iqm_curves
 
@@ -137,6 +137,22 @@ save_table(curve_df, out / "tables" / "curves.csv")
 for name, df in tables.plot_data(curve_df).items():
     save_table(df, out / "plots" / name)
 save_claims(out, ec_claims.FAMILY, rows)
+
+# %% [markdown]
+# ## Coverage and trend: what this budget can show
+#
+# Each claim is about an *early* regime (the first part of training) or a *final* one
+# (after the paper's budget); *coverage* is our budget over the paper's. A final claim run on
+# less than half the paper's budget cannot say "no": where its comparisons fail it is
+# **inconclusive (budget)**. Each panel shows a comparison's effect (IQM difference, > 0
+# the paper's way, 95% CI band) at 25, 50, 75 and 100% of our budget, from the same runs —
+# whether the gap is widening, closing or flipping as training goes on.
+
+# %%
+fig = plots.trend_panels(rows)
+if fig is not None:
+    save_figure(fig, out / "figures" / "trends.png")
+print(budget_table(rows).to_string())
 
 # %%
 # NBVAL_CHECK_OUTPUT

@@ -47,6 +47,7 @@ from memrl.families.experience_replay import tables
 from memrl.families.experience_replay.params import RAE_CONDITIONS
 from memrl.pipeline import load_results
 from memrl.results import (
+    budget_table,
     claims_table,
     save_claims,
     save_figure,
@@ -201,6 +202,22 @@ for name, df in results.items():
 for name, df in tables.plot_data(cfg, results).items():
     save_table(df, out / "plots" / name)
 save_claims(out, er_claims.FAMILY, rows)
+
+# %% [markdown]
+# ## Coverage and trend: what this budget can show
+#
+# Each claim is about an *early* regime (the first part of training) or a *final* one
+# (after the paper's budget); *coverage* is our budget over the paper's. A final claim run on
+# less than half the paper's budget cannot say "no": where its comparisons fail it is
+# **inconclusive (budget)**. Each panel shows a comparison's effect (IQM difference, > 0
+# the paper's way, 95% CI band) at 25, 50, 75 and 100% of our budget, from the same runs —
+# whether the gap is widening, closing or flipping as training goes on.
+
+# %%
+fig = plots.trend_panels(rows)
+if fig is not None:
+    save_figure(fig, out / "figures" / "trends.png")
+print(budget_table(rows).to_string())
 
 # %%
 # NBVAL_CHECK_OUTPUT

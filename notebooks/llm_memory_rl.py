@@ -69,7 +69,7 @@ from memrl.envs.shop import load_shop
 from memrl.families.llm_memory_rl import claims as llm_claims
 from memrl.families.llm_memory_rl import tables
 from memrl.pipeline import load_results
-from memrl.results import claims_table, save_claims, save_figure, save_table
+from memrl.results import budget_table, claims_table, save_claims, save_figure, save_table
 from memrl.results import output_dir as resolve_output
 from memrl.runtime import repo_root
 
@@ -209,6 +209,22 @@ save_table(ops.reset_index(), out / "tables" / "memory_r1_ops.csv")
 for name, df in tables.plot_data(curves, iters).items():
     save_table(df, out / "plots" / name)
 save_claims(out, llm_claims.FAMILY, rows)
+
+# %% [markdown]
+# ## Coverage and trend: what this budget can show
+#
+# Each claim is about an *early* regime (the first part of training) or a *final* one
+# (after the paper's budget); *coverage* is our budget over the paper's. A final claim run on
+# less than half the paper's budget cannot say "no": where its comparisons fail it is
+# **inconclusive (budget)**. Each panel shows a comparison's effect (IQM difference, > 0
+# the paper's way, 95% CI band) at 25, 50, 75 and 100% of our budget, from the same runs —
+# whether the gap is widening, closing or flipping as training goes on.
+
+# %%
+fig = plots.trend_panels(rows)
+if fig is not None:
+    save_figure(fig, out / "figures" / "trends.png")
+print(budget_table(rows).to_string())
 
 # %%
 # NBVAL_CHECK_OUTPUT

@@ -55,7 +55,7 @@ from memrl.families.recurrent_off_policy import claims as ro_claims
 from memrl.families.recurrent_off_policy import tables
 from memrl.families.recurrent_off_policy.params import short_env
 from memrl.pipeline import load_results
-from memrl.results import claims_table, save_claims, save_figure, save_table
+from memrl.results import budget_table, claims_table, save_claims, save_figure, save_table
 from memrl.results import output_dir as resolve_output
 from memrl.stats.curves import iqm_curves
 
@@ -155,6 +155,22 @@ save_table(runs.timing, out / "tables" / "ffm_timing.csv")
 for name, df in tables.plot_data(curve_df, success).items():
     save_table(df, out / "plots" / name)
 save_claims(out, ro_claims.FAMILY, rows)
+
+# %% [markdown]
+# ## Coverage and trend: what this budget can show
+#
+# Each claim is about an *early* regime (the first part of training) or a *final* one
+# (after the paper's budget); *coverage* is our budget over the paper's. A final claim run on
+# less than half the paper's budget cannot say "no": where its comparisons fail it is
+# **inconclusive (budget)**. Each panel shows a comparison's effect (IQM difference, > 0
+# the paper's way, 95% CI band) at 25, 50, 75 and 100% of our budget, from the same runs —
+# whether the gap is widening, closing or flipping as training goes on.
+
+# %%
+fig = plots.trend_panels(rows)
+if fig is not None:
+    save_figure(fig, out / "figures" / "trends.png")
+print(budget_table(rows).to_string())
 
 # %% [markdown]
 # The training runs are deterministic for a given profile and seed; claims flagged

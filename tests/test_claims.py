@@ -15,7 +15,7 @@ from memrl.families.experience_replay.params import RAE_CONDITIONS, q_label, q_r
 from memrl.families.llm_memory_rl import claims as llm
 from memrl.families.llm_memory_rl import jobs as llm_jobs
 from memrl.families.llm_memory_rl import tables as llm_tables
-from memrl.stats.claims import NOT_REPRODUCED, PARTIALLY, REPRODUCED
+from memrl.stats.claims import INCONCLUSIVE, NOT_REPRODUCED, PARTIALLY, REPRODUCED
 
 
 def cfg_of(family: str):
@@ -42,11 +42,15 @@ def ec_runs(cfg, good: bool) -> pd.DataFrame:
                     early = {"MFEC": 10.0, "NEC": 12.0, "DQN": 2.0}[m] * (1 if good else -1)
                     memory = 1000.0 / (1 + r) if good else 1000.0 * (1 + r)
                     late = 5.0 if good or r == 0 else 1.0
+                    early, late = early + rng.normal(0, 0.1), late + rng.normal(0, 0.1)
+                    t = e.total_timesteps
                     rows.append({"env": env, "method": method_label(m, r), "merge_radius": r,
-                                 "seed": s, "early_return": early + rng.normal(0, 0.1),
-                                 "late_return": late + rng.normal(0, 0.1),
+                                 "seed": s, "early_return": early, "late_return": late,
                                  "memory_size": memory + rng.normal(0, 1),
-                                 "scanned_per_step": memory})  # fmt: skip
+                                 "memory_sizes": [memory * f for f in (0.25, 0.5, 0.75, 1)],
+                                 "scanned_per_step": memory, "total_timesteps": t,
+                                 "episode_returns": [early] * 2 + [late] * 6,
+                                 "episode_lengths": [t // 8] * 8})  # fmt: skip
     return ec_tables.load(rows, [short_env(e.env_id) for e in cfg.envs])
 
 
@@ -86,28 +90,41 @@ def er_runs(cfg, good: bool) -> dict[str, pd.DataFrame]:
         for s in range(cfg.seeds):
             v = (30.0 if (m == "DQN+PER") == good else 10.0) + rng.normal(0, 0.1)
             rows.append({"kind": "per_dqn", "seed": s, "method": m, "mean_train_return": v,
-                         "final_return": v, "grid": [1, 2], "curve": [v, v]})  # fmt: skip
+                         "final_return": v, "grid": [1, 2], "curve": [v, v],
+                         **episodes(v, cfg.per_dqn.total_timesteps)})  # fmt: skip
     for n in cfg.her.n_bits:
         for m in ("DQN", "DQN+HER"):
             for s in range(cfg.seeds):
                 solved = n <= (50 if (m == "DQN+HER") == good else 10)
                 rows.append({"kind": "her", "seed": s, "n_bits": n, "method": m,
-                             "success": 1.0 if solved else 0.0})  # fmt: skip
+                             "success": 1.0 if solved else 0.0,
+                             "checkpoint_success": [0.0] + [1.0 if solved else 0.0] * 3})  # fmt: skip
     for c in RAE_CONDITIONS:
         for s in range(cfg.seeds):
             v = (-200.0 if (c != "scratch") == good else -900.0) + rng.normal(0, 1)
             rows.append({"kind": "rae", "seed": s, "condition": c, "mean_train_return": v,
-                         "final_return": v, "grid": [1, 2], "curve": [v, v]})  # fmt: skip
+                         "final_return": v, "grid": [1, 2], "curve": [v, v],
+                         **episodes(v, cfg.rae.total_timesteps)})  # fmt: skip
     return er_tables.load(rows)
+
+
+def episodes(v: float, t: int) -> dict:
+    """A raw training log of 8 equal episodes that all return ``v``."""
+    return {"total_timesteps": t, "episode_returns": [v] * 8, "episode_lengths": [t // 8] * 8}
 
 
 def test_experience_replay_claims_follow_the_runs():
     cfg = cfg_of("experience_replay")
     good = verdicts(er.claims(cfg, er_runs(cfg, True)))
+    # ER-4 is a final-regime claim at 300 of the paper's 160,000 steps per bit
     assert good == {"ER-1": REPRODUCED, "ER-2": REPRODUCED, "ER-3": PARTIALLY,
-                    "ER-4": REPRODUCED, "ER-5": REPRODUCED, "ER-6": REPRODUCED}  # fmt: skip
+                    "ER-4": PARTIALLY, "ER-5": REPRODUCED, "ER-6": REPRODUCED}  # fmt: skip
     bad = verdicts(er.claims(cfg, er_runs(cfg, False)))
-    assert bad == dict.fromkeys(good, NOT_REPRODUCED)
+    assert bad == dict.fromkeys(good, NOT_REPRODUCED) | {"ER-4": INCONCLUSIVE}
+    her = {r.claim.claim_id: r for r in er.claims(cfg, er_runs(cfg, True))}["ER-4"]
+    (trend,) = her.trends
+    assert [p.effect.iqm for p in trend.points][0] == 0  # nothing solved at 25% in these runs
+    assert trend.direction == "widening" and trend.heading == "the paper's way"
 
 
 def test_experience_replay_plot_tables_are_the_declared_dvc_plots():
@@ -126,10 +143,13 @@ def llm_runs(cfg, good: bool) -> llm_tables.Runs:
     for c in cfg.rlem.conditions:
         for r in range(cfg.seeds):
             v = (rank[c] if good else 3 - rank[c]) / 4 + rng.normal(0, 0.01)
+            trained = c.startswith("rlem")
             rows.append({"paper": "rememberer", "condition": c, "run": r,
                          "init_memory": "AB"[r % 2], "train_set": ("train_a", "train_b")[r // 2 % 2],
                          "test_success": v, "test_score": v, "train_success": [v],
-                         "train_score": [v]})  # fmt: skip
+                         "train_score": [v], "checkpoints": [0.5, 1.0] if trained else [1.0],
+                         "checkpoint_score": [v / 2, v] if trained else [v],
+                         "checkpoint_success": [v / 2, v] if trained else [v]})  # fmt: skip
     fly_rank = {"none": 0, "nonparametric": 1, "parametric": 2}
     n = cfg.agentfly.iterations
     for c in cfg.agentfly.conditions:
@@ -143,9 +163,13 @@ def llm_runs(cfg, good: bool) -> llm_tables.Runs:
     for c in cfg.memory_r1.conditions:
         for r in [0] if c in llm_jobs.MR1_DETERMINISTIC else range(cfg.seeds):
             v = mr1[c] + rng.normal(0, 0.01)
+            trained = c == "grpo"
             rows.append({"paper": "memory_r1", "condition": c, "run": r, "f1": v, "em": v,
                          "f1_by_category": {"single-hop": v}, "questions": 80,
-                         "ops_by_kind": {"intro": {"ADD": 3, "NOOP": 1}}})  # fmt: skip
+                         "ops_by_kind": {"intro": {"ADD": 3, "NOOP": 1}},
+                         "checkpoints": [0.5, 1.0] if trained else [1.0],
+                         "checkpoint_f1": [0.3, v] if trained else [v],
+                         "checkpoint_em": [0.3, v] if trained else [v]})  # fmt: skip
     return llm_tables.load(cfg, rows)
 
 
@@ -178,3 +202,25 @@ def test_claims_do_not_depend_on_each_other_for_bootstrap_seeds():
     alone = llm.llm_5(cfg, runs).estimates
     fewer = runs._replace(rlem=runs.rlem[runs.rlem.condition != "llm"])
     assert {r.claim.claim_id: r for r in llm.claims(cfg, fewer)}["LLM-5"].estimates == alone
+
+
+def test_every_claim_declares_regime_budget_and_trend():
+    """Every claim of the default profile says its regime, compares budgets in one unit
+    where the paper's is known, and shows a trend (or says why it has none)."""
+    cfg = cfg_of("llm_memory_rl")
+    rows = llm.claims(cfg, llm_runs(cfg, True))
+    cfg = cfg_of("experience_replay")
+    rows += er.claims(cfg, er_runs(cfg, True))
+    cfg = cfg_of("episodic_control")
+    rows += ec.claims(cfg, ec_runs(cfg, True))
+    for r in rows:
+        assert r.claim.regime in ("early", "final"), r.claim.claim_id
+        assert r.used is not None, r.claim.claim_id
+        assert r.trends and r.trend_note, r.claim.claim_id
+        row = r.to_row()
+        assert row["trends"][0]["points"] and row["regime"] == r.claim.regime
+    llm5 = {r.claim.claim_id: r for r in rows}["LLM-5"]
+    assert (
+        llm5.coverage == 1.0
+        and len(llm5.trends[0].points) == cfg_of("llm_memory_rl").agentfly.iterations
+    )

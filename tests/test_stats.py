@@ -87,6 +87,8 @@ def test_claim_row_and_report(tmp_path):
         "qualitative",
         "score",
         True,
+        regime="final",
+        paper_budget=None,
     )
     res = ClaimResult(claim, dict(E), "a", [Comparison("a", "b")], "10 steps", ["smaller"])
     row = res.to_row()
@@ -128,3 +130,92 @@ def test_per_axis_iqm_agrees_with_rliable():
     x = np.random.default_rng(0).normal(size=(7, 4))
     for j in range(4):
         assert iqm(x)[j] == pytest.approx(metrics.aggregate_iqm(x[:, j]))
+
+
+# =========================================================================== budget and trend
+def test_a_final_claim_short_of_budget_is_inconclusive_not_refuted():
+    from memrl.stats.claims import EARLY, FINAL, INCONCLUSIVE
+
+    fails, holds = [Comparison("b", "a")], [Comparison("a", "b")]
+    assert verdict(E, fails, True, True, FINAL, 0.1) == INCONCLUSIVE
+    assert verdict(E, fails, True, True, FINAL, 0.5) == NOT_REPRODUCED  # half is enough to say no
+    assert verdict(E, fails, True, True, FINAL, None) == NOT_REPRODUCED  # unknown: as before
+    assert verdict(E, fails, True, True, EARLY, 0.01) == NOT_REPRODUCED  # early claims as before
+    assert verdict(E, holds, True, True, FINAL, 0.1) == PARTIALLY  # "partially" for coverage
+    assert verdict(E, holds, True, True, FINAL, 1.0) == REPRODUCED
+    assert verdict(E, holds, True, True, EARLY, 0.01) == REPRODUCED
+
+
+def test_coverage_needs_one_unit_and_a_declared_regime():
+    from memrl.stats.claims import Budget
+
+    claim = Claim("f", "X-2", "P", "S", "s", "v", "m", True, regime="final",
+                  paper_budget=Budget(50_000, "env steps"))  # fmt: skip
+    res = ClaimResult(claim, dict(E), "a", [Comparison("b", "a")], "b", [],
+                      used=Budget(5_000, "env steps"))  # fmt: skip
+    assert res.coverage == pytest.approx(0.1) and res.verdict == "inconclusive (budget)"
+    assert res.to_row()["paper_budget"] == "50,000 env steps"
+    with pytest.raises(ValueError, match="one unit"):
+        ClaimResult(
+            claim, dict(E), "a", [Comparison("a", "b")], "b", [], used=Budget(5, "episodes")
+        )
+    with pytest.raises(ValueError, match="regime"):
+        Claim("f", "X-3", "P", "S", "s", "v", "m", True, regime="late", paper_budget=None)
+    with pytest.raises(ValueError):
+        Budget(0, "env steps")
+
+
+def test_effect_matches_rliables_bootstrap_and_is_signed_the_papers_way():
+    import warnings
+
+    from rliable import library as rly
+    from rliable import metrics
+
+    from memrl.stats.trend import effect
+
+    a, b = np.array([5, 6, 7, 8, 9, 3.0]), np.array([1, 2, 3, 4, 5.0])
+    ours = effect(a, b, True, seed=0, reps=20_000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        point, ci = rly.get_interval_estimates(
+            {"d": (a[:, None], b[:, None])},
+            lambda x, y: np.array([metrics.aggregate_iqm(x) - metrics.aggregate_iqm(y)]),
+            reps=20_000, random_state=np.random.RandomState(0),
+        )  # fmt: skip
+    assert ours.iqm == pytest.approx(point["d"][0])
+    assert ours.ci_low == pytest.approx(ci["d"][0, 0], abs=0.25)
+    assert ours.ci_high == pytest.approx(ci["d"][1, 0], abs=0.25)
+    assert effect(a, b, False, 0).iqm == -ours.iqm  # lower is better: the sign flips
+    assert effect(a, 2.0, True, 0).n == 6 and effect(a, 2.0, True, 0).iqm == pytest.approx(4.5)
+    with pytest.raises(ValueError):
+        effect([1.0], b, True, 0)
+
+
+@pytest.mark.parametrize(
+    "effects, direction, heading",
+    [
+        ([1, 2, 3, 4], "widening", "the paper's way"),
+        ([4, 3, 2, 1], "closing", "the paper's way"),
+        ([-2, -1, 1, 2], "flipping", "the paper's way"),
+        ([2, 1, -1, -3], "flipping", "against the paper"),
+        ([-1, -2, -3, -4], "widening", "against the paper"),
+        ([2.0, 2.1, 1.9, 2.05], "steady", "the paper's way"),
+    ],
+)
+def test_trend_direction(effects, direction, heading):
+    from memrl.stats.trend import Trend, TrendPoint
+
+    t = Trend("a > b", tuple(TrendPoint(f, Estimate(v, v - 1, v + 1, 5))
+                             for f, v in zip((0.25, 0.5, 0.75, 1.0), effects, strict=True)))  # fmt: skip
+    assert (t.direction, t.heading) == (direction, heading)
+    assert direction in t.summary() and t.as_dict()["points"][0]["fraction"] == 0.25
+
+
+def test_trends_skip_checkpoints_without_data():
+    from memrl.stats.trend import trends
+
+    a = np.array([[np.nan, 2, 3], [np.nan, 2, 4], [np.nan, 3, 3]])
+    b = np.zeros((3, 3))
+    (t,) = trends("X", [Comparison("a", "b"), Comparison("a", "zzz")], {"a": a, "b": b},
+                  [0.3, 0.6, 1.0], True, 200)  # fmt: skip
+    assert [p.fraction for p in t.points] == [0.6, 1.0]

@@ -20,7 +20,7 @@ import copy
 import importlib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
@@ -77,6 +77,8 @@ class DQNParams(StrictModel):
     exploration_fraction: Prob
     exploration_final_eps: Prob
     net_arch: list[PosInt] = Field(min_length=1)
+    train_freq_unit: Literal["step", "episode"] = "step"  # SB3's train_freq=(n, unit)
+    tau: Annotated[float, Field(gt=0, le=1)] = 1.0  # target update: 1 = copy (SB3 default)
 
 
 class SACParams(StrictModel):

@@ -8,9 +8,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from memrl.stats.aggregate import iqm
-from memrl.stats.claims import ClaimResult
+from memrl.stats.claims import ClaimResult, share
 
-VERDICT_COLORS = {"reproduced": "tab:green", "partially": "tab:orange", "not reproduced": "tab:red"}
+VERDICT_COLORS = {"reproduced": "tab:green", "partially": "tab:orange",
+                  "inconclusive (budget)": "tab:purple", "not reproduced": "tab:red"}  # fmt: skip
 
 
 def seed_curves(
@@ -76,3 +77,39 @@ def ci_curves(ax, df, xlabel: str, ylabel: str, title: str = "") -> None:
     ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
+
+
+def trend_panels(results: Sequence[ClaimResult], ncols: int = 2):
+    """One small panel per claim with trends: each comparison's effect (IQM difference,
+    > 0 the paper's way) against the share of our budget, with its 95% CI band; the
+    legend under the panel names each comparison and where it heads."""
+    import textwrap
+
+    shown = [r for r in results if r.trends]
+    if not shown:
+        return None
+    nrows = -(-len(shown) // ncols)
+    tallest = max(len(r.trends) for r in shown)
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(6.4 * ncols, (2.6 + 0.32 * tallest) * nrows), squeeze=False,
+        layout="constrained",
+    )  # fmt: skip
+    for ax, res in zip(axes.flat, shown, strict=False):
+        for t in res.trends:
+            x = [100 * p.fraction for p in t.points]
+            label = textwrap.shorten(t.comparison, 58, placeholder="…")
+            (line,) = ax.plot(x, [p.effect.iqm for p in t.points], marker="o", lw=1.5,
+                              label=f"{label}: {t.direction}, {t.heading}")  # fmt: skip
+            ax.fill_between(x, [p.effect.ci_low for p in t.points],
+                            [p.effect.ci_high for p in t.points], color=line.get_color(),
+                            alpha=0.15, lw=0)  # fmt: skip
+        ax.axhline(0, color="black", lw=0.8)
+        cov = "" if res.coverage is None else f", coverage {share(res.coverage)}"
+        ax.set_title(f"{res.claim.claim_id} ({res.claim.regime}{cov}): {res.verdict}",
+                     fontsize=9, loc="left", color=VERDICT_COLORS[res.verdict])  # fmt: skip
+        ax.set(xlabel="% of our budget", ylabel="effect (> 0: the paper's way)", xlim=(0, 105))
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22), frameon=False)
+    for ax in axes.flat[len(shown) :]:
+        ax.set_visible(False)
+    return fig

@@ -15,7 +15,7 @@ from typing import Any
 
 from memrl.families import NAMES as FAMILY_ORDER  # the registry's order
 from memrl.runtime import atomic_write_json, atomic_write_text, repo_root
-from memrl.stats.claims import VERDICT_RULE
+from memrl.stats.claims import VERDICT_RULE, VERDICTS, share
 
 
 def load_rows(results: Path) -> list[dict[str, Any]]:
@@ -42,11 +42,25 @@ def _md_escape(s: str) -> str:
     return s.replace("|", "\\|").replace("\n", " ")
 
 
+def coverage_text(r: dict[str, Any]) -> str:
+    """E.g. ``10% (5,000 of 50,000 env steps)``; why it is unknown otherwise."""
+    if r.get("coverage") is None:
+        return f"unknown (paper's budget not retrieved; ours {r['used_budget']})" if r.get(
+            "used_budget") else "unknown"  # fmt: skip
+    paper = r["paper_budget"]
+    ours = r["used_budget"].rsplit(" ", len(paper.split(" ")) - 1)[0]
+    return f"{share(r['coverage'])} ({ours} of {paper})"
+
+
+def trend_text(r: dict[str, Any]) -> str:
+    """The directions of a claim's trends, e.g. ``widening (the paper's way)``."""
+    if not r.get("trends"):
+        return r.get("trend_note") or "none"
+    return "; ".join(f"{t['direction']} ({t['heading']})" for t in r["trends"])
+
+
 def render(rows: list[dict[str, Any]]) -> str:
-    counts = {
-        v: sum(r["verdict"] == v for r in rows)
-        for v in ("reproduced", "partially", "not reproduced")
-    }
+    counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
     out = [
         "# memrl — claims report",
         "",
@@ -55,11 +69,17 @@ def render(rows: list[dict[str, Any]]) -> str:
         "",
         f"**Verdict rule.** {VERDICT_RULE}",
         "",
-        f"**Summary:** {len(rows)} claims — {counts['reproduced']} reproduced, "
-        f"{counts['partially']} partially, {counts['not reproduced']} not reproduced.",
+        f"**Summary:** {len(rows)} claims — "
+        + ", ".join(f"{counts[v]} {v}" for v in VERDICTS)
+        + ".",
         "",
-        "| family | claim | paper | source | paper's value | metric | ours: IQM [95% CI] | compared with | seeds | budget | verdict |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "*Regime*: early (the first part of training) or final (after the paper's budget). "
+        "*Coverage*: our budget / the paper's. *Trend*: how each comparison's effect "
+        "(IQM difference, > 0 the paper's way) moves from 25% to 100% of our budget — "
+        "widening, closing, flipping or steady (details under each claim).",
+        "",
+        "| family | claim | paper | source | paper's value | metric | ours: IQM [95% CI] | compared with | seeds | budget | regime | coverage | trend | verdict |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         o = r["ours"]
@@ -79,6 +99,9 @@ def render(rows: list[dict[str, Any]]) -> str:
             others,
             str(r["n_seeds"]),
             r["budget"],
+            r["regime"],
+            coverage_text(r),
+            trend_text(r),
             f"**{r['verdict']}**",
         ]
         out.append("| " + " | ".join(_md_escape(c) for c in cells) + " |")
@@ -101,6 +124,22 @@ def render(rows: list[dict[str, Any]]) -> str:
             f"*Verdict:* **{r['verdict']}**"
             + (f" (coverage: {r['coverage_note']})" if r.get("coverage_note") else "")
         )
+        out.append(
+            f"*Regime:* {r['regime']}; *budget:* ours {r.get('used_budget') or 'n/a'}, the "
+            f"paper's {r.get('paper_budget') or 'not retrieved'}; *coverage:* {coverage_text(r)}  "
+        )
+        if r.get("trends"):
+            out.append(
+                f"*Trend* ({r['trend_note']}; effect IQM [95% CI] at each share of our budget):  "
+            )
+            for t in r["trends"]:
+                pts = ", ".join(
+                    f"{p['fraction']:.0%}: {p['iqm']:+.3g} [{p['ci_low']:+.3g}, {p['ci_high']:+.3g}]"
+                    for p in t["points"]
+                )
+                out.append(f"- {t['summary']} — {pts}")
+        else:
+            out.append(f"*Trend:* {r.get('trend_note') or 'none'}  ")
         out.append("")
         for k, v in (r.get("extra") or {}).items():
             shown = f"{v:.4g}" if isinstance(v, float) else v
@@ -134,6 +173,11 @@ def main(argv: list[str] | None = None) -> None:
                 "ours",
                 "n_seeds",
                 "budget",
+                "regime",
+                "paper_budget",
+                "used_budget",
+                "coverage",
+                "trends",
                 "verdict",
                 "deviations",
             )

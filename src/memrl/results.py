@@ -9,9 +9,11 @@ from pathlib import Path
 import pandas as pd
 
 from memrl.runtime import atomic_path, atomic_write_json, repo_root
-from memrl.stats.claims import ClaimResult
+from memrl.stats.claims import ClaimResult, share
 
-VERDICT_SCORE = {"reproduced": 1.0, "partially": 0.5, "not reproduced": 0.0}
+# for `dvc metrics`: an inconclusive verdict is no score (null), not a low one
+VERDICT_SCORE = {"reproduced": 1.0, "partially": 0.5, "inconclusive (budget)": None,
+                 "not reproduced": 0.0}  # fmt: skip
 
 
 def output_dir(path: str) -> Path:
@@ -73,9 +75,29 @@ def claims_table(rows: Sequence[ClaimResult], digits: int = 3) -> pd.DataFrame:
                     f"{k}: {g(v.iqm)}" for k, v in r.estimates.items() if k != r.ours
                 ),
                 "seeds": e.n,
+                "coverage": share(r.coverage),
                 "verdict": r.verdict,
             }
             for r in rows
             for e in [r.estimates[r.ours]]
+        ]
+    ).set_index("claim")
+
+
+def budget_table(rows: Sequence[ClaimResult]) -> pd.DataFrame:
+    """Per claim: its regime, our budget beside the paper's, coverage, each comparison's
+    trend and the verdict (for the notebook's coverage-and-trend cell)."""
+    return pd.DataFrame(
+        [
+            {
+                "claim": r.claim.claim_id,
+                "regime": r.claim.regime,
+                "ours": str(r.used) if r.used else "n/a",
+                "paper": str(r.claim.paper_budget) if r.claim.paper_budget else "not retrieved",
+                "coverage": share(r.coverage),
+                "trend": "; ".join(t.summary() for t in r.trends) or r.trend_note,
+                "verdict": r.verdict,
+            }
+            for r in rows
         ]
     ).set_index("claim")

@@ -287,8 +287,11 @@ def train_grpo(
     cfg: GRPOConfig,
     rng: np.random.Generator,
     progress: Callable[[], None] | None = None,
+    checkpoint: Callable[[float], None] | None = None,
 ) -> list[dict]:
-    """Train the manager with GRPO on ``convs``; returns one row per (epoch, conversation)."""
+    """Train the manager with GRPO on ``convs``; returns one row per (epoch, conversation).
+    ``checkpoint(done)`` is called after each conversation's update with the share of
+    training done (e.g. to evaluate the policy along training)."""
     opt = th.optim.Adam(policy.parameters(), lr=cfg.learning_rate)
     ref = copy.deepcopy(policy).requires_grad_(False) if cfg.beta > 0 else None
     turns = [(c, t) for c in range(len(convs)) for t in range(len(convs[c].turns))]
@@ -352,6 +355,8 @@ def train_grpo(
             history.append({"epoch": epoch + 1, "conversation": conv.cid,
                             "probe_em": float(np.mean(rewards)) if rewards else float("nan"),
                             "groups_with_signal": len(xs), "loss": loss_v})  # fmt: skip
+            if checkpoint is not None:
+                checkpoint(len(history) / (cfg.epochs * len(convs)))
     return history
 
 

@@ -17,6 +17,7 @@ scans fewer.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -95,8 +96,11 @@ class MFEC:
         return sum(m.scanned for m in self.tables)
 
 
-def train(env_id: str, p: Any, total_steps: int, seed: int) -> dict[str, Any]:
-    """Run MFEC for ``total_steps`` environment steps; returns per-episode logs and memory stats."""
+def train(
+    env_id: str, p: Any, total_steps: int, seed: int, memory_at: Sequence[int] = ()
+) -> dict[str, Any]:
+    """Run MFEC for ``total_steps`` environment steps; returns per-episode logs and memory
+    stats (``memory_sizes``: keys stored after each step count in ``memory_at``)."""
     env = make(env_id, seed)
     agent = MFEC(int(np.prod(env.observation_space.shape)), env.action_space.n, p, seed)
     obs, _ = env.reset(seed=seed)
@@ -106,7 +110,10 @@ def train(env_id: str, p: Any, total_steps: int, seed: int) -> dict[str, Any]:
     returns, lengths = [], []
     decay_steps = int(p.exploration_fraction * total_steps)
     start = time.perf_counter()
+    record, sizes = set(memory_at), []
     for step in range(total_steps):
+        if step in record:
+            sizes.append(agent.memory_size)
         key = agent.embed(obs)
         eps = linear_epsilon(step, p.epsilon_start, p.epsilon_final, decay_steps)
         a = agent.act(key, eps)
@@ -125,6 +132,7 @@ def train(env_id: str, p: Any, total_steps: int, seed: int) -> dict[str, Any]:
         "episode_returns": returns,
         "episode_lengths": lengths,
         "memory_size": agent.memory_size,
+        "memory_sizes": sizes,
         "scanned_per_step": agent.scanned / total_steps,
         "lookup_seconds": agent.lookup_seconds,
         "seconds": time.perf_counter() - start,

@@ -12,6 +12,7 @@ the encoders' previous-action input) and reach the env as indices.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Protocol
 
 import gymnasium as gym
@@ -37,9 +38,15 @@ def run(
     total_steps: int,
     seed: int,
     eval_episodes: int = 0,
+    eval_env: gym.Env | None = None,
+    eval_at: Sequence[int] = (),
 ) -> dict[str, Any]:
     """Train ``agent`` on ``env`` for ``total_steps`` steps; per-episode returns and lengths,
-    then the returns of ``eval_episodes`` episodes of the deterministic (greedy) policy."""
+    then the returns of ``eval_episodes`` episodes of the deterministic (greedy) policy.
+
+    With ``eval_env``, the greedy policy also plays ``eval_episodes`` episodes there after
+    each step count in ``eval_at`` (``checkpoint_returns``, one list per count): a separate
+    env, so training itself is the same with or without these checkpoints."""
     # streams of their own: a generator seeded with ``seed`` itself would replay the env's
     # (gymnasium seeds ``np_random`` the same way), e.g. every random T-Maze turn would
     # mirror the cue
@@ -73,6 +80,8 @@ def run(
     def tensor(x) -> th.Tensor:
         return th.as_tensor(np.asarray(x, dtype=np.float32)[None], device=agent.device)
 
+    checkpoints = sorted(eval_at) if eval_env is not None else []
+    checkpoint_returns: list[list[float]] = []
     while step < total_steps:
         ep_obs, ep_act, ep_rew = [obs], [], []
         state = agent.actor_encoder.initial_state(1)
@@ -97,33 +106,47 @@ def run(
             if step >= p.learning_starts and len(buf) and step % p.train_freq == 0:
                 for _ in range(p.gradient_steps):
                     agent.update(buf.sample(p.batch_size))
+            if checkpoints and step == checkpoints[0]:
+                checkpoints.pop(0)
+                checkpoint_returns.append(
+                    evaluate(agent, eval_env, eval_episodes, act_dim, to_env)  # type: ignore[arg-type]
+                )
         if done:
             buf.add_episode(np.array(ep_obs), np.array(ep_act), np.array(ep_rew), terminated)
             returns.append(float(sum(ep_rew)))
             lengths.append(len(ep_rew))
             obs, _ = env.reset()
     seconds = time.perf_counter() - start
+    return {
+        "episode_returns": returns,
+        "episode_lengths": lengths,
+        "eval_returns": evaluate(agent, env, eval_episodes, act_dim, to_env),
+        "checkpoint_returns": checkpoint_returns,
+        "seconds": seconds,
+    }
+
+
+def evaluate(
+    agent: RecurrentAgent, env: gym.Env, episodes: int, act_dim: int, to_env: Callable
+) -> list[float]:
+    """Returns of ``episodes`` episodes of the deterministic policy on ``env``, each from a
+    zero memory state."""
     evals = []
-    for _ in range(eval_episodes):
+    for _ in range(episodes):
         obs, _ = env.reset()
         state = agent.actor_encoder.initial_state(1)
         prev_a, prev_r, done, total = np.zeros(act_dim, np.float32), 0.0, False, 0.0
         while not done:
             with th.no_grad():
-                h, state = agent.actor_encoder.step(
-                    tensor(obs), tensor(prev_a), tensor(prev_r), state
-                )
+                x = [th.as_tensor(np.asarray(v, dtype=np.float32)[None], device=agent.device)
+                     for v in (obs, prev_a, prev_r)]  # fmt: skip
+                h, state = agent.actor_encoder.step(*x, state)
                 a = agent.act(h, explore=False)
             obs, r, terminated, truncated, _ = env.step(to_env(a))
             prev_a, prev_r, done = a, float(r), terminated or truncated
             total += float(r)
         evals.append(total)
-    return {
-        "episode_returns": returns,
-        "episode_lengths": lengths,
-        "eval_returns": evals,
-        "seconds": seconds,
-    }
+    return evals
 
 
 class Features(NamedTuple):

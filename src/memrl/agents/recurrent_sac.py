@@ -111,11 +111,12 @@ class RecurrentSAC:
 
 
 def train(
-    env: gym.Env, p: Any, total_steps: int, seed: int, eval_episodes: int = 0
+    env: gym.Env, p: Any, total_steps: int, seed: int, eval_episodes: int = 0, **evals: Any
 ) -> dict[str, Any]:
-    """Run recurrent SAC on a continuous-action ``env``; returns per-episode logs."""
+    """Run recurrent SAC on a continuous-action ``env``; returns per-episode logs
+    (``evals``: checkpoint evaluations, see :func:`~memrl.agents.recurrent_loop.run`)."""
     th.manual_seed(seed)
     obs_dim = int(np.prod(env.observation_space.shape))
     act_dim = int(np.prod(env.action_space.shape))
     agent = RecurrentSAC(obs_dim, act_dim, p, get_device())
-    return recurrent_loop.run(agent, env, p, total_steps, seed, eval_episodes)
+    return recurrent_loop.run(agent, env, p, total_steps, seed, eval_episodes, **evals)

@@ -104,12 +104,13 @@ class RecurrentSACDiscrete:
 
 
 def train(
-    env: gym.Env, p: Any, total_steps: int, seed: int, eval_episodes: int = 0
+    env: gym.Env, p: Any, total_steps: int, seed: int, eval_episodes: int = 0, **evals: Any
 ) -> dict[str, Any]:
-    """Run recurrent SAC-discrete on a discrete-action ``env``; returns per-episode logs."""
+    """Run recurrent SAC-discrete on a discrete-action ``env``; returns per-episode logs
+    (``evals``: checkpoint evaluations, see :func:`~memrl.agents.recurrent_loop.run`)."""
     if not isinstance(env.action_space, gym.spaces.Discrete):
         raise TypeError(f"SAC-discrete needs a Discrete action space, not {env.action_space}")
     th.manual_seed(seed)
     obs_dim = int(np.prod(env.observation_space.shape))
     agent = RecurrentSACDiscrete(obs_dim, int(env.action_space.n), p, get_device())
-    return recurrent_loop.run(agent, env, p, total_steps, seed, eval_episodes)
+    return recurrent_loop.run(agent, env, p, total_steps, seed, eval_episodes, **evals)

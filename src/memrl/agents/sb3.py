@@ -16,6 +16,8 @@ def sb3_kwargs(hp: BaseModel, seed: int, **overrides: Any) -> dict[str, Any]:
     """
     kwargs = hp.model_dump()
     kwargs["policy_kwargs"] = {"net_arch": list(kwargs.pop("net_arch"))}
+    if "train_freq_unit" in kwargs:  # DQN: every n steps or every n episodes
+        kwargs["train_freq"] = (kwargs["train_freq"], kwargs.pop("train_freq_unit"))
     kwargs.update(seed=seed, device=get_device(), verbose=0)
     kwargs.update(overrides)
     return kwargs

@@ -9,12 +9,14 @@ of :mod:`memrl.config`; :func:`memrl.agents.sb3.sb3_kwargs` maps them onto SB3.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from memrl.agents.sb3 import minatar_cnn_extractor, sb3_kwargs
 from memrl.runtime import get_device
 
 EVAL_SEED_OFFSET = 10_000  # evaluation envs never share a seed with training envs
+CHECKPOINT_SEED_OFFSET = 20_000  # checkpoint evaluations: an env of their own
 
 
 def evaluate_returns(model: Any, env: Any, episodes: int) -> list[float]:
@@ -27,6 +29,25 @@ def evaluate_returns(model: Any, env: Any, episodes: int) -> list[float]:
     return [float(r) for r in returns]
 
 
+def checkpoint_callback(eval_at: Sequence[int], evaluate: Callable[[Any], Any]):
+    """An SB3 callback calling ``evaluate(model)`` once the run passes each step count of
+    ``eval_at`` (vectorised envs step several at a time); results in ``.results``."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class Checkpoints(BaseCallback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.todo, self.results = sorted(eval_at), []
+
+        def _on_step(self) -> bool:
+            while self.todo and self.num_timesteps >= self.todo[0]:
+                self.todo.pop(0)
+                self.results.append(evaluate(self.model))
+            return True
+
+    return Checkpoints()
+
+
 def _log(env: Any) -> dict[str, list]:
     return {
         "episode_returns": list(env.get_episode_rewards()),
@@ -34,21 +55,32 @@ def _log(env: Any) -> dict[str, list]:
     }
 
 
-def sac_train(env_id: str, hp: Any, total_steps: int, seed: int, eval_episodes: int) -> dict:
-    """SB3 SAC with an MLP (the memoryless baseline of the recurrent family)."""
+def sac_train(
+    env_id: str, hp: Any, total_steps: int, seed: int, eval_episodes: int,
+    eval_at: Sequence[int] = (),
+) -> dict:  # fmt: skip
+    """SB3 SAC with an MLP (the memoryless baseline of the recurrent family); with
+    ``eval_at``, ``eval_episodes`` greedy episodes on an env of their own after each of
+    those step counts (``checkpoint_returns``)."""
     from stable_baselines3 import SAC
     from stable_baselines3.common.monitor import Monitor
 
     from memrl.envs.registry import make
 
     env = Monitor(make(env_id, seed))
-    model = SAC("MlpPolicy", env, **sb3_kwargs(hp, seed)).learn(total_steps)
+    check_env = Monitor(make(env_id, seed + CHECKPOINT_SEED_OFFSET))
+    checks = checkpoint_callback(eval_at, lambda m: evaluate_returns(m, check_env, eval_episodes))
+    model = SAC("MlpPolicy", env, **sb3_kwargs(hp, seed)).learn(total_steps, callback=checks)
     evals = evaluate_returns(model, Monitor(make(env_id, seed + EVAL_SEED_OFFSET)), eval_episodes)
-    return {**_log(env), "eval_returns": evals}
+    return {**_log(env), "eval_returns": evals, "checkpoint_returns": checks.results}
 
 
-def rppo_train(env_id: str, hp: Any, total_steps: int, seed: int, eval_episodes: int) -> dict:
-    """sb3-contrib RecurrentPPO (rl-zoo ``ppo_lstm`` settings) on ``hp.n_envs`` envs.
+def rppo_train(
+    env_id: str, hp: Any, total_steps: int, seed: int, eval_episodes: int,
+    eval_at: Sequence[int] = (),
+) -> dict:  # fmt: skip
+    """sb3-contrib RecurrentPPO (rl-zoo ``ppo_lstm`` settings) on ``hp.n_envs`` envs, with
+    checkpoint evaluations as :func:`sac_train`.
 
     Episode "lengths" are the global env steps between successive episode ends, so
     curves share the x-axis of the off-policy runs (env steps summed over envs).
@@ -95,12 +127,15 @@ def rppo_train(env_id: str, hp: Any, total_steps: int, seed: int, eval_episodes:
         device=get_device(),
         verbose=0,
     )
-    model.learn(total_steps, callback=Episodes())
+    check_env = make_vec_env(lambda: make(env_id), n_envs=1, seed=seed + CHECKPOINT_SEED_OFFSET)
+    checks = checkpoint_callback(eval_at, lambda m: evaluate_returns(m, check_env, eval_episodes))
+    model.learn(total_steps, callback=[Episodes(), checks])
     eval_env = make_vec_env(lambda: make(env_id), n_envs=1, seed=seed + EVAL_SEED_OFFSET)
     return {
         "episode_returns": returns,
         "episode_lengths": np.diff([0, *ends]).tolist(),
         "eval_returns": evaluate_returns(model, eval_env, eval_episodes),
+        "checkpoint_returns": checks.results,
     }
 
 
@@ -152,10 +187,12 @@ def per_dqn_train(
 
 def her_dqn_success(
     n_bits: int, hp: Any, her: dict[str, Any] | None, total_steps: int, seed: int,
-    eval_episodes: int,
-) -> float:  # fmt: skip
+    eval_episodes: int, eval_at: Sequence[int] = (),
+) -> list[float]:  # fmt: skip
     """SB3 DQN on SB3's bit-flipping env (with ``HerReplayBuffer(**her)`` when given): the
-    success rate of ``eval_episodes`` deterministic episodes after training."""
+    success rate of ``eval_episodes`` deterministic episodes after each step count of
+    ``eval_at`` and after training (the last value). Evaluation episodes run on an env of
+    their own with fixed seeds, so every checkpoint plays the same goals."""
     from stable_baselines3 import DQN, HerReplayBuffer
     from stable_baselines3.common.envs import BitFlippingEnv
 
@@ -164,21 +201,25 @@ def her_dqn_success(
     if her is not None:
         kwargs["replay_buffer_class"] = HerReplayBuffer
         kwargs["replay_buffer_kwargs"] = dict(her)
-    model = DQN("MultiInputPolicy", env, **kwargs)
-    model.learn(total_steps)
-
     eval_env = BitFlippingEnv(n_bits=n_bits, continuous=False, max_steps=n_bits)
-    successes = 0
-    for ep in range(eval_episodes):
-        obs, _ = eval_env.reset(seed=seed + EVAL_SEED_OFFSET + ep)
-        done = False
-        info: dict[str, Any] = {}
-        while not done:
-            action, _ = model.predict(obs, deterministic=True)
-            obs, _, terminated, truncated, info = eval_env.step(action)
-            done = terminated or truncated
-        successes += bool(info.get("is_success", False))
-    return successes / eval_episodes
+
+    def success(model: Any) -> float:
+        successes = 0
+        for ep in range(eval_episodes):
+            obs, _ = eval_env.reset(seed=seed + EVAL_SEED_OFFSET + ep)
+            done = False
+            info: dict[str, Any] = {}
+            while not done:
+                action, _ = model.predict(obs, deterministic=True)
+                obs, _, terminated, truncated, info = eval_env.step(action)
+                done = terminated or truncated
+            successes += bool(info.get("is_success", False))
+        return successes / eval_episodes
+
+    checks = checkpoint_callback(eval_at, success)
+    model = DQN("MultiInputPolicy", env, **kwargs)
+    model.learn(total_steps, callback=checks)
+    return [*checks.results, success(model)]
 
 
 def sac_with_prior_train(

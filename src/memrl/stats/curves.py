@@ -9,6 +9,8 @@ import pandas as pd
 
 from memrl.stats.aggregate import iqm_ci
 
+CHECKPOINTS = (0.25, 0.5, 0.75, 1.0)  # shares of a run's budget where trends are measured
+
 
 def episode_curve(
     episode_returns: Sequence[float],
@@ -60,3 +62,21 @@ def iqm_curves(
                  "iqm": e.iqm, "ci_low": e.ci_low, "ci_high": e.ci_high}
             )  # fmt: skip
     return pd.DataFrame(rows)
+
+
+def checkpoint_windows(
+    episode_returns: Sequence[float],
+    episode_lengths: Sequence[int],
+    total: int,
+    fractions: Sequence[float],
+    cumulative: bool = False,
+) -> list[float]:
+    """At each fraction ``f`` of a ``total``-step run, the mean return of the episodes that
+    ended in the window since the previous fraction (``((f_prev) total, f total]``), or
+    since the start with ``cumulative`` (the area under the curve up to ``f``)."""
+    out, prev = [], 0.0
+    for f in fractions:
+        out.append(window_mean(episode_returns, episode_lengths,
+                               0 if cumulative else int(prev * total), int(f * total)))  # fmt: skip
+        prev = f
+    return out

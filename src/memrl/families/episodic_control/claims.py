@@ -6,15 +6,20 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import pandas as pd
 
 from memrl.families.episodic_control.params import EpisodicControlParams, method_label, short_env
 from memrl.stats.aggregate import Estimate, estimate
-from memrl.stats.claims import BEATS, MATCHES, Claim, ClaimResult, Comparison
+from memrl.stats.claims import BEATS, MATCHES, Budget, Claim, ClaimResult, Comparison
+from memrl.stats.curves import checkpoint_windows
+from memrl.stats.trend import CHECKPOINTS, trends
 
 FAMILY = "episodic_control"
 PINTO = "Pinto 2020, Improving sample efficiency of episodic control with state aggregation"
 EARLY = "mean training-episode return, episodes ending in the first {early:.0%} of the budget"
+FRAMES = "frames (env steps; MinAtar has no frame skip)"
+WINDOWS = "training return of the episodes ending in each quarter of the budget"
 
 EC_1 = Claim(
     FAMILY, "EC-1", "Blundell et al. 2016, Model-Free Episodic Control",
@@ -22,6 +27,7 @@ EC_1 = Claim(
     "MFEC learns faster than DQN early in training (the data-efficient regime); DQN may "
     "overtake it later.",
     "qualitative (MFEC ahead of DQN over the first ~10M frames on most games)", EARLY, True,
+    regime="early", paper_budget=Budget(10_000_000, FRAMES),  # the early regime of Fig. 2
 )  # fmt: skip
 EC_2 = Claim(
     FAMILY, "EC-2", PINTO, "Sec. 4 (memory size and compute vs threshold)",
@@ -29,19 +35,21 @@ EC_2 = Claim(
     "and lookup cost substantially.",
     "qualitative (values not retrieved)",
     "keys stored in the episodic tables at the end of training", False,
+    regime="final", paper_budget=None,  # not retrieved
 )  # fmt: skip
 EC_3 = Claim(
     FAMILY, "EC-3", PINTO, "Sec. 4 (return vs threshold)",
     "At conservative thresholds, aggregation costs no significant return.",
     "qualitative ('no significant loss'; values not retrieved)",
     "mean training-episode return, episodes ending in the last quarter", True,
+    regime="final", paper_budget=None,  # not retrieved
 )  # fmt: skip
 EC_4 = Claim(
     FAMILY, "EC-4", "Pritzel et al. 2017, Neural Episodic Control",
     "Sec. 5, Fig. 3 / Table 1 (Atari, early frames)",
     "NEC learns faster than DQN early and matches or beats MFEC.",
     "qualitative at our budgets (paper: median 54.6% human-normalised at 10M frames, unverified)",
-    EARLY, True,
+    EARLY, True, regime="early", paper_budget=Budget(10_000_000, FRAMES),
 )  # fmt: skip
 
 MINATAR = (
@@ -71,6 +79,29 @@ def _by_method(cfg, df: pd.DataFrame, claim: Claim, col: str, pairs) -> dict[str
                               claim.claim_id, f"{_name(m, e)} · {col}", cfg.bootstrap_reps)
         for m, e in pairs
     }  # fmt: skip
+
+
+def _windows(df: pd.DataFrame) -> np.ndarray:
+    """Seeds x checkpoints: the training return of episodes ending in each quarter."""
+    return np.array([
+        checkpoint_windows(r.episode_returns, r.episode_lengths, r.total_timesteps, CHECKPOINTS)
+        for r in df.itertuples()
+    ])  # fmt: skip
+
+
+def _series(df: pd.DataFrame, pairs) -> dict[str, np.ndarray]:
+    exact = df[df.merge_radius == 0]
+    return {_name(m, e): _windows(exact[(exact.env == e) & (exact.method == m)]) for m, e in pairs}
+
+
+def _trends(cfg: EpisodicControlParams, claim: Claim, comps, series) -> list:
+    return trends(claim.claim_id, comps, series, CHECKPOINTS, claim.higher_is_better,
+                  cfg.bootstrap_reps)  # fmt: skip
+
+
+def _used(cfg: EpisodicControlParams, envs: list[str]) -> Budget:
+    steps = {short_env(e.env_id): e.total_timesteps for e in cfg.envs}
+    return Budget(min(steps[e] for e in envs), FRAMES)
 
 
 def _budget(cfg: EpisodicControlParams, envs: list[str]) -> str:
@@ -111,10 +142,11 @@ def ec_1(cfg: EpisodicControlParams, df: pd.DataFrame) -> ClaimResult | None:
     early = _by_method(cfg, df, EC_1, "early_return", pairs)
     late = _by_method(cfg, df, EC_1, "late_return", pairs)
     overtaken = [e for e in envs if late[_name("DQN", e)].iqm > late[_name("MFEC", e)].iqm]
+    comps = [Comparison(_name("MFEC", e), _name("DQN", e)) for e in envs]
     return ClaimResult(
         replace(EC_1, metric=EARLY.format(early=cfg.early_fraction)), early,
-        _name("MFEC", envs[0]), [Comparison(_name("MFEC", e), _name("DQN", e)) for e in envs],
-        budget=_budget(cfg, envs),
+        _name("MFEC", envs[0]), comps, budget=_budget(cfg, envs), used=_used(cfg, envs),
+        trends=_trends(cfg, EC_1, comps, _series(df, pairs)), trend_note=WINDOWS,
         deviations=[
             MINATAR,
             "DQN: SB3 with the MinAtar network and rl-zoo Atari schedule (train every 4 steps, "
@@ -137,9 +169,14 @@ def ec_2(cfg: EpisodicControlParams, df: pd.DataFrame) -> ClaimResult | None:
         labels[r]: round(float(sweep[sweep.merge_radius == r].scanned_per_step.median()))
         for r in radii
     }
+    comps = [Comparison(conservative, "MFEC (exact)")]
+    series = {labels[r]: np.array(sweep[sweep.merge_radius == r].memory_sizes.tolist(), float)
+              for r in radii}  # fmt: skip
+    env = short_env(cfg.aggregation.env_id)
     return ClaimResult(
-        EC_2, mem, conservative, [Comparison(conservative, "MFEC (exact)")],
-        budget=_budget(cfg, [short_env(cfg.aggregation.env_id)]),
+        EC_2, mem, conservative, comps, budget=_budget(cfg, [env]), used=_used(cfg, [env]),
+        trends=_trends(cfg, EC_2, comps, series),
+        trend_note="keys stored at each quarter of the budget",
         deviations=AGGREGATION,
         extra={
             "keys scanned per step (median over seeds)": scanned,
@@ -151,11 +188,14 @@ def ec_2(cfg: EpisodicControlParams, df: pd.DataFrame) -> ClaimResult | None:
 
 
 def ec_3(cfg: EpisodicControlParams, df: pd.DataFrame) -> ClaimResult | None:
-    conservative = _sweep(cfg, df)[3]
+    sweep, radii, labels, conservative = _sweep(cfg, df)
+    comps = [Comparison(conservative, "MFEC (exact)", MATCHES)]
+    series = {labels[r]: _windows(sweep[sweep.merge_radius == r]) for r in radii}
+    env = short_env(cfg.aggregation.env_id)
     return ClaimResult(
-        EC_3, _by_radius(cfg, df, EC_3, "late_return"), conservative,
-        [Comparison(conservative, "MFEC (exact)", MATCHES)],
-        budget=_budget(cfg, [short_env(cfg.aggregation.env_id)]),
+        EC_3, _by_radius(cfg, df, EC_3, "late_return"), conservative, comps,
+        budget=_budget(cfg, [env]), used=_used(cfg, [env]),
+        trends=_trends(cfg, EC_3, comps, series), trend_note=WINDOWS,
         deviations=AGGREGATION,
         coverage_note="larger radii are reported beside it, not tested",
     )  # fmt: skip
@@ -176,7 +216,8 @@ def ec_4(cfg: EpisodicControlParams, df: pd.DataFrame) -> ClaimResult | None:
     return ClaimResult(
         replace(EC_4, metric=EARLY.format(early=cfg.early_fraction)),
         _by_method(cfg, df, EC_4, "early_return", pairs), _name("NEC", envs[0]), comps,
-        budget=_budget(cfg, envs),
+        budget=_budget(cfg, envs), used=_used(cfg, envs),
+        trends=_trends(cfg, EC_4, comps, _series(df, pairs)), trend_note=WINDOWS,
         deviations=[
             MINATAR,
             f"embedding: MinAtar conv torso -> {p.key_dim}-d keys (Kaixhin/EC: 128)",

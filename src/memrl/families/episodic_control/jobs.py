@@ -27,19 +27,22 @@ def run_job(
     early_fraction: float,
 ) -> dict[str, Any]:
     """Train one method (its hyperparameters ``hp``) on one env with one seed; a tidy row
-    with its training curve and early/late returns."""
+    with its training curve, early/late returns, its raw episode log and (MFEC) the keys
+    stored at each of :data:`~memrl.stats.curves.CHECKPOINTS`."""
     from memrl.agents import mfec, nec
     from memrl.agents.sb3_baselines import dqn_train
     from memrl.config import DQNParams
     from memrl.families.episodic_control.params import MFECParams, NECParams
     from memrl.runtime import seed_everything
-    from memrl.stats.curves import episode_curve, window_mean
+    from memrl.stats.curves import CHECKPOINTS, episode_curve, window_mean
 
     seed_everything(seed)
     if method == "DQN":
         out = dqn_train(env_id, DQNParams(**hp), total_timesteps, seed)
     elif method == "MFEC":
-        out = mfec.train(env_id, MFECParams(**hp), total_timesteps, seed)
+        at = [int(f * total_timesteps) for f in CHECKPOINTS[:-1]]
+        out = mfec.train(env_id, MFECParams(**hp), total_timesteps, seed, memory_at=at)
+        out["memory_sizes"] = [*out["memory_sizes"], out["memory_size"]]
     elif method == "NEC":
         out = nec.train(env_id, NECParams(**hp), total_timesteps, seed)
     else:  # config validation makes this unreachable from params.yaml
@@ -63,6 +66,9 @@ def run_job(
         **out,
         "grid": grid.tolist(),
         "curve": episode_curve(rets, lens, grid),
+        "checkpoints": list(CHECKPOINTS),
+        "episode_returns": rets,  # raw logs: any later window or trend needs no retraining
+        "episode_lengths": lens,
     }
 
 

@@ -11,13 +11,17 @@ import pandas as pd
 
 from memrl.families.experience_replay.params import ExperienceReplayParams, q_label
 from memrl.stats.aggregate import estimate
-from memrl.stats.claims import Claim, ClaimResult, Comparison
+from memrl.stats.claims import Budget, Claim, ClaimResult, Comparison
+from memrl.stats.curves import checkpoint_windows
+from memrl.stats.trend import CHECKPOINTS, trends
 
 FAMILY = "experience_replay"
 PER = "Schaul et al. 2016, Prioritized Experience Replay"
 RAE = "Tirumala et al. 2023, Replay across Experiments"
 AUC = "mean training-episode return (area under the learning curve)"
 Runs = dict[str, pd.DataFrame]
+STEPS = "env steps"
+CUMULATIVE = "area under the training curve up to each quarter of the budget"
 
 ER_1 = Claim(
     FAMILY, "ER-1", "Szlak & Shamir 2021, Convergence Results for Q-Learning with ER",
@@ -26,6 +30,7 @@ ER_1 = Claim(
     "at equal env samples), more so with more/more frequent replays.",
     "qualitative (no number retrieved)",
     "relative max-norm error |Q-Q*|/|Q*| after the env budget", False,
+    regime="final", paper_budget=None,  # the experiments' constants were not retrieved
 )  # fmt: skip
 ER_2 = Claim(
     FAMILY, "ER-2", PER, "Sec. 3.1, Fig. 1 (Blind Cliffwalk)",
@@ -33,13 +38,14 @@ ER_2 = Claim(
     "uniform agent's cost growing exponentially with the number of states.",
     "qualitative ordering (log-scale figure; values not read off)",
     "replay updates until MSE(Q, Q*) < {threshold} at n = {n}", False,
+    regime="final", paper_budget=None,  # Fig. 1's largest memory (~2^14?) not verified
 )  # fmt: skip
 ER_3 = Claim(
     FAMILY, "ER-3", PER, "Sec. 4, Fig. 3 / Table 1 (Atari: PER beats uniform on 41 of 49 games)",
     "DQN with proportional prioritized replay learns faster than DQN with uniform replay.",
     "41/49 Atari games improved (not testable on CPU); faster learning",
     "mean training-episode return over {steps} steps on {env} (area under the learning curve)",
-    True,
+    True, regime="early", paper_budget=Budget(12_500_000, STEPS),  # 50M frames, frame skip 4
 )  # fmt: skip
 ER_4 = Claim(
     FAMILY, "ER-4", "Andrychowicz et al. 2017, Hindsight Experience Replay",
@@ -47,17 +53,21 @@ ER_4 = Claim(
     "DQN fails on bit flipping beyond ~13-15 bits; DQN+HER solves it up to 50 bits.",
     "DQN: up to ~13-15 bits; DQN+HER: up to 50 bits (unverified read of Fig. 1)",
     "largest n (bits) solved, success rate >= {threshold} (0 = none)", True,
+    # the paper's loop as the Coach preset: 200 epochs x 50 cycles x 16 episodes of n steps
+    regime="final", paper_budget=Budget(160_000, "env steps per bit"),
 )  # fmt: skip
 ER_5 = Claim(
     FAMILY, "ER-5", RAE, "Sec. 5, Fig. 3-4 (RaE vs from-scratch learning)",
     "Mixing data from previous experiments into replay at a fixed ratio learns faster / "
     "better than learning from scratch.",
     "qualitative (RaE >= baselines across domains)", AUC, True,
+    regime="early", paper_budget=None,  # millions of steps per domain; not retrieved
 )  # fmt: skip
 ER_6 = Claim(
     FAMILY, "ER-6", RAE, "Sec. 5.3 ablations (data quality and quantity)",
     "RaE stays better than learning from scratch with lower-quality or less prior data.",
     "qualitative (robust to data quality and amount)", AUC, True,
+    regime="early", paper_budget=None,
 )  # fmt: skip
 
 
@@ -80,6 +90,20 @@ def _max_solved_per_seed(df: pd.DataFrame, threshold: float) -> dict[str, np.nda
     return out
 
 
+def _trends(cfg: ExperienceReplayParams, claim: Claim, comps, series, fractions=CHECKPOINTS):
+    return trends(claim.claim_id, comps, series, fractions, claim.higher_is_better,
+                  cfg.bootstrap_reps)  # fmt: skip
+
+
+def _auc_at(df: pd.DataFrame) -> np.ndarray:
+    """Seeds x checkpoints: mean training return from the start to each quarter."""
+    return np.array([
+        checkpoint_windows(r.episode_returns, r.episode_lengths, r.total_timesteps,
+                           CHECKPOINTS, cumulative=True)
+        for r in df.sort_values("seed").itertuples()
+    ])  # fmt: skip
+
+
 def er_1(cfg: ExperienceReplayParams, runs: Runs) -> ClaimResult | None:
     q, qp = runs["q_replay"], cfg.q_replay
     best_k, most_f = max(qp.replay_counts), min(qp.replay_every)
@@ -87,9 +111,19 @@ def er_1(cfg: ExperienceReplayParams, runs: Runs) -> ClaimResult | None:
     est = {c: _est(cfg, ER_1, c, g.final_error) for c, g in q.groupby("config")}
     top, low = q_label(best_k, most_f), q_label(fewest_k, most_f)
     comps = [Comparison(top, "no replay")] + ([Comparison(top, low)] if low != top else [])
+
+    def at(r) -> list[float]:  # the error at each checkpoint's step (the last logged by then)
+        steps = np.asarray(r.steps)
+        return [r.error[int(np.searchsorted(steps, f * qp.env_steps, "right")) - 1]
+                for f in CHECKPOINTS]  # fmt: skip
+
+    series = {c: np.array([at(r) for r in g.sort_values("seed").itertuples()])
+              for c, g in q.groupby("config")}  # fmt: skip
     return ClaimResult(
         ER_1, est, top, comps,
         budget=f"{qp.env_steps} env steps, chain of {qp.n_states} states",
+        used=Budget(qp.env_steps, STEPS), trends=_trends(cfg, ER_1, comps, series),
+        trend_note="error to Q* at each quarter of the env budget",
         deviations=[
             "the paper's exact MDP class and constants could not be retrieved; we use a "
             "rare-reward chain (see memrl.envs.tabular.rare_reward_chain) that fits its description",
@@ -104,12 +138,21 @@ def er_2(cfg: ExperienceReplayParams, runs: Runs) -> ClaimResult | None:
     big = cw[cw.n_states == n_max]
     est = {m: _est(cfg, ER_2, m, big[big.method == m].updates)
            for m in ("oracle", "prioritized", "uniform")}  # fmt: skip
+    comps = [Comparison("oracle", "prioritized"), Comparison("prioritized", "uniform")]
+    ns = sorted(cp.n_states)
+    series = {
+        m: np.array([[g[g.n_states == n].sort_values("seed").updates.to_numpy(float)]
+                     for n in ns])[:, 0].T
+        for m, g in cw.groupby("method")
+    }  # fmt: skip
     return ClaimResult(
         replace(ER_2, metric=ER_2.metric.format(threshold=cp.mse_threshold, n=n_max)),
-        est, "prioritized",
-        [Comparison("oracle", "prioritized"), Comparison("prioritized", "uniform")],
+        est, "prioritized", comps,
         budget=f"n = {list(cp.n_states)} states, cap {cp.max_updates} updates "
         f"({int(cw.censored.sum())} censored)",
+        used=Budget(2 * (2**n_max - 1), "transitions in memory"),
+        trends=_trends(cfg, ER_2, comps, series, [n / n_max for n in ns]),
+        trend_note=f"updates to learn at n = {ns} (the sweep is the budget; fractions of n = {n_max})",
         deviations=[
             "stochastic proportional prioritization (Sec. 3.3) instead of Fig. 1's greedy "
             f"TD-error ordering; alpha {cp.alpha}, no IS weights (tabular)",
@@ -127,10 +170,14 @@ def er_3(cfg: ExperienceReplayParams, runs: Runs) -> ClaimResult | None:
     pdq, pp = runs["per_dqn"], cfg.per_dqn
     est = {m: _est(cfg, ER_3, m, pdq[pdq.method == m].mean_train_return)
            for m in ("DQN+PER", "DQN")}  # fmt: skip
+    comps = [Comparison("DQN+PER", "DQN")]
+    series = {m: _auc_at(pdq[pdq.method == m]) for m in ("DQN+PER", "DQN")}
     return ClaimResult(
         replace(ER_3, metric=ER_3.metric.format(steps=pp.total_timesteps, env=pp.env_id)),
-        est, "DQN+PER", [Comparison("DQN+PER", "DQN")],
+        est, "DQN+PER", comps,
         budget=f"{pp.total_timesteps} env steps on {pp.env_id}",
+        used=Budget(pp.total_timesteps, STEPS), trends=_trends(cfg, ER_3, comps, series),
+        trend_note=CUMULATIVE,
         deviations=[
             f"{pp.env_id} with the rl-zoo DQN hyperparameters instead of Atari (50M frames)",
             f"PER alpha {pp.alpha}, beta {pp.beta0}->1 and step size x{pp.lr_scale} as in the paper",
@@ -141,18 +188,31 @@ def er_3(cfg: ExperienceReplayParams, runs: Runs) -> ClaimResult | None:
 
 
 def er_4(cfg: ExperienceReplayParams, runs: Runs) -> ClaimResult | None:
-    hp = cfg.her
+    hp, d = cfg.her, cfg.her.dqn
     n_top = max(hp.n_bits)
     solved = _max_solved_per_seed(runs["her"], hp.success_threshold)
     est = {m: _est(cfg, ER_4, m, solved[m]) for m in ("DQN+HER", "DQN")}
     reach = est["DQN+HER"].iqm
+    comps = [Comparison("DQN+HER", "DQN")]
+    her = runs["her"]
+    at = [her.assign(success=her.checkpoint_success.map(lambda v, j=j: v[j]))
+          for j in range(len(CHECKPOINTS))]  # fmt: skip
+    per_checkpoint = [_max_solved_per_seed(df, hp.success_threshold) for df in at]
+    series = {m: np.array([pc[m] for pc in per_checkpoint]).T for m in ("DQN+HER", "DQN")}
     return ClaimResult(
         replace(ER_4, metric=ER_4.metric.format(threshold=hp.success_threshold)),
-        est, "DQN+HER", [Comparison("DQN+HER", "DQN")],
+        est, "DQN+HER", comps,
         budget=f"{hp.steps_per_bit} x n env steps per run, n in {list(hp.n_bits)}",
+        used=Budget(hp.steps_per_bit, "env steps per bit"),
+        trends=_trends(cfg, ER_4, comps, series),
+        trend_note="largest n solved by greedy evaluations at each quarter of every run",
         deviations=[
-            "SB3 DQN + HerReplayBuffer, one env, 1 update per step, instead of the paper's "
-            "epochs x cycles x episodes loop with 40 batches per cycle",
+            f"SB3 DQN + HerReplayBuffer on one env, in the paper's cycles ({d.train_freq} "
+            f"episodes, then {d.gradient_steps} batches of {d.batch_size}, target Polyak "
+            f"{1 - d.tau:g}); the paper's 2 x 8 parallel workers are one env here",
+            f"buffer {d.buffer_size:,} (paper 1e6); epsilon 1 -> {d.exploration_final_eps:g} over "
+            f"the first {d.exploration_fraction:.0%} of a run (paper: {d.exploration_final_eps:g} "
+            "throughout)",
             f"{hp.steps_per_bit} env steps per bit: far below the paper's budget",
         ],
         coverage_complete=n_top >= 50 and reach >= 50,
@@ -178,21 +238,30 @@ def _rae(cfg, runs: Runs, claim: Claim, conditions) -> dict:
     return {c: _est(cfg, claim, c, r[r.condition == c].mean_train_return) for c in conditions}
 
 
+def _rae_budget(cfg, runs: Runs, claim: Claim, comps) -> dict:
+    r = runs["rae"]
+    series = {c: _auc_at(r[r.condition == c]) for c in r.condition.unique()}
+    return {"used": Budget(cfg.rae.total_timesteps, STEPS), "trend_note": CUMULATIVE,
+            "trends": _trends(cfg, claim, comps, series)}  # fmt: skip
+
+
 def er_5(cfg: ExperienceReplayParams, runs: Runs) -> ClaimResult | None:
     est = _rae(cfg, runs, ER_5, ("RaE (all prior data)", "scratch"))
+    comps = [Comparison("RaE (all prior data)", "scratch")]
     return ClaimResult(
-        ER_5, est, "RaE (all prior data)", [Comparison("RaE (all prior data)", "scratch")],
+        ER_5, est, "RaE (all prior data)", comps,
         budget=f"{cfg.rae.total_timesteps} env steps", deviations=_rae_deviations(cfg),
+        **_rae_budget(cfg, runs, ER_5, comps),
     )  # fmt: skip
 
 
 def er_6(cfg: ExperienceReplayParams, runs: Runs) -> ClaimResult | None:
     rp = cfg.rae
     low, small = "RaE (early, low-quality data)", "RaE (small data)"
+    comps = [Comparison(low, "scratch"), Comparison(small, "scratch")]
     return ClaimResult(
-        ER_6, _rae(cfg, runs, ER_6, (low, small, "scratch")), low,
-        [Comparison(low, "scratch"), Comparison(small, "scratch")],
-        budget=f"{rp.total_timesteps} env steps",
+        ER_6, _rae(cfg, runs, ER_6, (low, small, "scratch")), low, comps,
+        budget=f"{rp.total_timesteps} env steps", **_rae_budget(cfg, runs, ER_6, comps),
         deviations=_rae_deviations(cfg) + [
             f"low quality = first {rp.early_fraction:.0%} of the prior run; "
             f"small = random {rp.small_fraction:.0%} of it"

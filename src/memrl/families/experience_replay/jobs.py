@@ -15,6 +15,7 @@ from memrl.families.experience_replay.params import (
     q_replay_configs,
 )
 from memrl.jobs import JobSpec
+from memrl.stats.curves import CHECKPOINTS
 
 HERE = "memrl.families.experience_replay.jobs"
 
@@ -70,12 +71,14 @@ def per_dqn_job(seed: int, prioritized: bool, p: dict[str, Any]) -> dict[str, An
         "kind": "per_dqn", "seed": seed, "method": "DQN+PER" if prioritized else "DQN",
         "mean_train_return": float(np.mean(rets)) if rets else 0.0,
         "final_return": out["eval_return"], "grid": grid.tolist(),
-        "curve": episode_curve(rets, out["episode_lengths"], grid),
+        "curve": episode_curve(rets, out["episode_lengths"], grid), "total_timesteps": steps,
+        "episode_returns": rets, "episode_lengths": out["episode_lengths"],
     }  # fmt: skip
 
 
 def her_job(seed: int, n_bits: int, her: bool, p: dict[str, Any]) -> dict[str, Any]:
-    """SB3 DQN with or without HER on ``n_bits`` bit flipping: success after training."""
+    """SB3 DQN with or without HER on ``n_bits`` bit flipping: success after training and
+    at each of :data:`~memrl.stats.curves.CHECKPOINTS` of its budget."""
     from memrl.agents.sb3_baselines import her_dqn_success
     from memrl.config import DQNParams
     from memrl.runtime import seed_everything
@@ -85,12 +88,17 @@ def her_job(seed: int, n_bits: int, her: bool, p: dict[str, Any]) -> dict[str, A
     if her:
         her_kw = {"n_sampled_goal": p["n_sampled_goal"],
                   "goal_selection_strategy": p["goal_selection_strategy"]}  # fmt: skip
+    steps = p["steps_per_bit"] * n_bits
+    dqn = DQNParams(**p["dqn"])
+    if dqn.train_freq_unit == "episode":  # the paper's cycle: the target moves once per cycle
+        dqn = dqn.model_copy(update={"target_update_interval": dqn.train_freq * n_bits})
     success = her_dqn_success(
-        n_bits, DQNParams(**p["dqn"]), her_kw, p["steps_per_bit"] * n_bits, seed,
-        p["eval_episodes"],
+        n_bits, dqn, her_kw, steps, seed, p["eval_episodes"],
+        [int(f * steps) for f in CHECKPOINTS[:-1]],
     )  # fmt: skip
     return {"kind": "her", "seed": seed, "n_bits": n_bits, "method": "DQN+HER" if her else "DQN",
-            "success": success}  # fmt: skip
+            "success": success[-1], "checkpoints": list(CHECKPOINTS),
+            "checkpoint_success": success}  # fmt: skip
 
 
 def prior_subset(prior: Any, condition: str, p: dict[str, Any], seed: int) -> Any:
@@ -131,7 +139,8 @@ def rae_job(seed: int, condition: str, p: dict[str, Any], prior_path: str) -> di
         "kind": "rae", "seed": seed, "condition": condition,
         "mean_train_return": float(np.mean(rets)) if rets else float("nan"),
         "final_return": out["eval_return"], "grid": grid.tolist(),
-        "curve": episode_curve(rets, out["episode_lengths"], grid),
+        "curve": episode_curve(rets, out["episode_lengths"], grid), "total_timesteps": steps,
+        "episode_returns": rets, "episode_lengths": out["episode_lengths"],
     }  # fmt: skip
 
 
@@ -170,7 +179,7 @@ def grid(cfg: ExperienceReplayParams) -> list[JobSpec]:
                     seed=s, prioritized=pr, p=per) for s in seeds]  # fmt: skip
     for n in sorted(h.n_bits, reverse=True):
         for use in (True, False):
-            out += [job("her_job", h.steps_per_bit * n / 500, f"{'DQN+HER' if use else 'DQN'} n={n} · seed {s}",
+            out += [job("her_job", h.steps_per_bit * n / 1300, f"{'DQN+HER' if use else 'DQN'} n={n} · seed {s}",
                         seed=s, n_bits=n, her=use, p=her) for s in seeds]  # fmt: skip
     for c in RAE_CONDITIONS:
         out += [job("rae_job", r.total_timesteps / 50, f"{c} · seed {s}", seed=s, condition=c,

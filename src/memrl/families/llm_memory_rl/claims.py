@@ -7,6 +7,9 @@ from __future__ import annotations
 import itertools
 from dataclasses import replace
 
+import numpy as np
+import pandas as pd
+
 from memrl.families.llm_memory_rl.params import LLMMemoryRLParams
 from memrl.families.llm_memory_rl.tables import (
     FLY_LABELS,
@@ -16,13 +19,16 @@ from memrl.families.llm_memory_rl.tables import (
     memory_r1_ops,
 )
 from memrl.stats.aggregate import Estimate, estimate, reference
-from memrl.stats.claims import Claim, ClaimResult, Comparison
+from memrl.stats.claims import Budget, Claim, ClaimResult, Comparison
+from memrl.stats.trend import trends
 
 FAMILY = "llm_memory_rl"
 REMEMBERER = ("Zhang et al. 2023, Large Language Models Are Semi-Parametric Reinforcement "
               "Learning Agents (REMEMBERER)")  # fmt: skip
 AGENTFLY = "Zhou et al. 2025, AgentFly / Memento: Fine-tuning LLM Agents without Fine-tuning LLMs"
 MEMORY_R1 = "Yan et al. 2025, Memory-R1: Enhancing LLM Agents to Manage and Utilize Memories via RL"
+EPISODES = "training episodes (epochs x training tasks)"
+ITERATIONS = "iterations over the task set"
 
 _RLEM_STATEMENT = ("An experience memory updated by RL (RLEM) raises the {what} of a frozen LLM "
                    "agent above static exemplars, which beat the LLM alone.")  # fmt: skip
@@ -30,16 +36,19 @@ _RLEM_VALUE = ("qualitative: RLEM > static exemplars (ReAct-style) > LLM only; R
                "the prior state of the art (table values not retrieved)")  # fmt: skip
 LLM_1 = Claim(FAMILY, "LLM-1", REMEMBERER, "Sec. 4.2, Table 1 (WebShop)",
               _RLEM_STATEMENT.format(what="success rate"), _RLEM_VALUE,
-              "success rate on the test tasks after training", True)  # fmt: skip
+              "success rate on the test tasks after training", True,
+              regime="final", paper_budget=Budget(30, EPISODES))  # fmt: skip
 LLM_2 = Claim(FAMILY, "LLM-2", REMEMBERER, "Sec. 4.2, Table 1 (WebShop)",
               _RLEM_STATEMENT.format(what="score (WebShop reward)"), _RLEM_VALUE,
-              "score (WebShop reward) on the test tasks after training", True)  # fmt: skip
+              "score (WebShop reward) on the test tasks after training", True,
+              regime="final", paper_budget=Budget(30, EPISODES))  # fmt: skip
 LLM_3 = Claim(
     FAMILY, "LLM-3", REMEMBERER, "Sec. 4.3, Table 3 (robustness)",
     "RLEM's gain over static exemplars holds across different initial experience memories "
     "and training sets.",
     "qualitative: RLEM beats the static baseline for 2 initial memories x 2 training sets",
     "test score of RLEM minus static exemplars, paired per run", True,
+    regime="final", paper_budget=Budget(30, EPISODES),
 )  # fmt: skip
 LLM_4 = Claim(
     FAMILY, "LLM-4", REMEMBERER, "Sec. 4.4, Table 4 (ablations)",
@@ -47,6 +56,7 @@ LLM_4 = Claim(
     "to RLEM's performance.",
     "qualitative: removing either lowers success rate and score",
     "score on the test tasks after training", True,
+    regime="final", paper_budget=Budget(30, EPISODES),
 )  # fmt: skip
 LLM_5 = Claim(
     FAMILY, "LLM-5", AGENTFLY, "Sec. 4, Table 3 / Fig. 4 (iterations)",
@@ -55,6 +65,7 @@ LLM_5 = Claim(
     "DeepResearcher after 5 iterations: parametric 85.44 >= non-parametric 84.85 >= no "
     "memory 84.47 (F1, cumulative)",
     "best score per task up to iteration {n}, mean over tasks", True,
+    regime="final", paper_budget=Budget(5, ITERATIONS),
 )  # fmt: skip
 LLM_6 = Claim(
     FAMILY, "LLM-6", AGENTFLY, "Sec. 4, Fig. 4 (continual learning over iterations)",
@@ -62,6 +73,7 @@ LLM_6 = Claim(
     "changing the LLM's weights.",
     "DeepResearcher: parametric 80.46 -> 85.44, non-parametric 79.84 -> 84.85 (iteration 1 -> 5)",
     "score of each iteration's episodes (not cumulative)", True,
+    regime="final", paper_budget=Budget(5, ITERATIONS),
 )  # fmt: skip
 _MR1_STATEMENT = ("A memory manager trained with RL (GRPO) from the answer agent's exact match "
                   "raises the answer agent's {what} above a Mem0-style manager and the same LLM "
@@ -70,6 +82,7 @@ LLM_7 = Claim(
     FAMILY, "LLM-7", MEMORY_R1, "Sec. 4, Table 1 (LoCoMo)", _MR1_STATEMENT.format(what="F1"),
     "LLaMA-3.1-8B on LoCoMo: Memory-R1-GRPO 45.02 F1 vs Mem0 30.41 (Memory-R1-PPO 41.05)",
     "F1 of the answer agent on the test questions", True,
+    regime="final", paper_budget=None,  # GRPO epochs / steps not retrieved
 )  # fmt: skip
 LLM_8 = Claim(
     FAMILY, "LLM-8", MEMORY_R1, "Sec. 4, Table 1 (LoCoMo)",
@@ -77,6 +90,7 @@ LLM_8 = Claim(
     "qualitative: the RL-trained manager beats Mem0 and the untrained LLM manager (EM is the "
     "training reward; table reports F1 / BLEU-1 / LLM-judge)",
     "exact match of the answer agent on the test questions", True,
+    regime="final", paper_budget=None,
 )  # fmt: skip
 
 
@@ -108,6 +122,27 @@ def _rlem_est(cfg, runs: Runs, claim: Claim, metric: str) -> dict[str, Estimate]
             for c in cfg.rlem.conditions if (df.condition == c).any()}  # fmt: skip
 
 
+def _checkpointed(df: pd.DataFrame, column: str) -> tuple[list[float], dict[str, np.ndarray]]:
+    """The checkpoint fractions of the trained runs and, per condition label, seeds x
+    checkpoints of ``column`` (a condition that does not train keeps its one value)."""
+    fractions = max(df.checkpoints, key=len)
+    out = {}
+    for c, g in df.groupby("condition", sort=False):
+        rows = [v if len(v) == len(fractions) else v * len(fractions) for v in g[column]]
+        out[LABELS.get(c, c)] = np.array(rows, dtype=float)
+    return list(fractions), out
+
+
+def _rlem_trends(cfg, runs: Runs, claim: Claim, comps, metric: str) -> dict:
+    fractions, series = _checkpointed(runs.rlem, metric.replace("test_", "checkpoint_"))
+    return {
+        "used": Budget(cfg.rlem.epochs * cfg.shop_data.n_train, EPISODES),
+        "trends": trends(claim.claim_id, comps, series, fractions, True, cfg.bootstrap_reps),
+        "trend_note": "the test tasks after every training epoch (the untrained baselines "
+        "keep their one test)",
+    }
+
+
 def _rlem_vs_baselines(cfg, runs: Runs, claim: Claim, metric: str) -> ClaimResult | None:
     conds = set(runs.rlem.condition)
     comps = []
@@ -118,7 +153,8 @@ def _rlem_vs_baselines(cfg, runs: Runs, claim: Claim, metric: str) -> ClaimResul
     if not comps:
         return None
     return ClaimResult(claim, _rlem_est(cfg, runs, claim, metric), LABELS["rlem"], comps,
-                       budget=_rlem_budget(cfg), deviations=_rlem_deviations(cfg))  # fmt: skip
+                       budget=_rlem_budget(cfg), deviations=_rlem_deviations(cfg),
+                       **_rlem_trends(cfg, runs, claim, comps, metric))  # fmt: skip
 
 
 def llm_1(cfg: LLMMemoryRLParams, runs: Runs) -> ClaimResult | None:
@@ -143,9 +179,20 @@ def llm_3(cfg: LLMMemoryRLParams, runs: Runs) -> ClaimResult | None:
     est = {name: estimate(gain.values, "LLM-3", name, cfg.bootstrap_reps),
            "no gain": reference(0.0)}  # fmt: skip
     n = len(combos)
+    comps = [Comparison(name, "no gain")]
+    fractions, series = _checkpointed(df, "checkpoint_score")
+    runs_ = sorted(gain.index)
+    paired = (
+        series[LABELS["rlem"]][[list(by["rlem"].index).index(r) for r in runs_]]
+        - series[LABELS["static"]][[list(by["static"].index).index(r) for r in runs_]]
+    )
     return ClaimResult(
-        LLM_3, est, name, [Comparison(name, "no gain")],
+        LLM_3, est, name, comps,
         budget=_rlem_budget(cfg), deviations=_rlem_deviations(cfg),
+        used=Budget(cfg.rlem.epochs * cfg.shop_data.n_train, EPISODES),
+        trends=trends("LLM-3", comps, {name: paired, "no gain": 0.0}, fractions, True,
+                      cfg.bootstrap_reps),
+        trend_note="paired gain on the test tasks after every training epoch",
         coverage_complete=n >= 4,
         coverage_note="" if n >= 4 else f"{n} runs cover {n} of the 4 (memory x training set) combos",
         extra={"gain_per_combo": combos},
@@ -159,9 +206,11 @@ def llm_4(cfg: LLMMemoryRLParams, runs: Runs) -> ClaimResult | None:
         return None
     keep = (LABELS["rlem"], *[LABELS[a] for a in ablations])
     est = {k: v for k, v in _rlem_est(cfg, runs, LLM_4, "test_score").items() if k in keep}
+    comps = [Comparison(LABELS["rlem"], LABELS[a]) for a in ablations]
     return ClaimResult(
-        LLM_4, est, LABELS["rlem"], [Comparison(LABELS["rlem"], LABELS[a]) for a in ablations],
+        LLM_4, est, LABELS["rlem"], comps,
         budget=_rlem_budget(cfg), deviations=_rlem_deviations(cfg),
+        **_rlem_trends(cfg, runs, LLM_4, comps, "test_score"),
     )  # fmt: skip
 
 
@@ -196,9 +245,16 @@ def llm_5(cfg: LLMMemoryRLParams, runs: Runs) -> ClaimResult | None:
     est = {FLY_LABELS[c]: estimate([v[last] for v in fly[fly.condition == c].best_score],
                                    "LLM-5", FLY_LABELS[c], cfg.bootstrap_reps)
            for c in conds}  # fmt: skip
+    n = cfg.agentfly.iterations
+    series = {FLY_LABELS[c]: np.array(fly[fly.condition == c].best_score.tolist(), float)
+              for c in conds}  # fmt: skip
     return ClaimResult(
-        replace(LLM_5, metric=LLM_5.metric.format(n=cfg.agentfly.iterations)), est,
+        replace(LLM_5, metric=LLM_5.metric.format(n=n)), est,
         FLY_LABELS[order[0]], comps, budget=_fly_budget(cfg), deviations=_fly_deviations(cfg),
+        used=Budget(n, ITERATIONS),
+        trends=trends("LLM-5", comps, series, [(i + 1) / n for i in range(n)], True,
+                      cfg.bootstrap_reps),
+        trend_note="the same measure up to each iteration",
     )  # fmt: skip
 
 
@@ -208,15 +264,22 @@ def llm_6(cfg: LLMMemoryRLParams, runs: Runs) -> ClaimResult | None:
     if not mem or hp.iterations < 2:
         return None
     est: dict[str, Estimate] = {}
+    series: dict[str, np.ndarray] = {}
     comps = []
+    n = hp.iterations
     for c in mem:
         g = fly[fly.condition == c]
-        a, b = f"{FLY_LABELS[c]} · iteration {hp.iterations}", f"{FLY_LABELS[c]} · iteration 1"
+        a, b = f"{FLY_LABELS[c]} · iteration {n}", f"{FLY_LABELS[c]} · iteration 1"
         est[a] = estimate([v[-1] for v in g.iter_score], "LLM-6", a, cfg.bootstrap_reps)
         est[b] = estimate([v[0] for v in g.iter_score], "LLM-6", b, cfg.bootstrap_reps)
+        scores = np.array(g.iter_score.tolist(), float)
+        series[a], series[b] = scores[:, 1:], np.repeat(scores[:, :1], n - 1, axis=1)
         comps.append(Comparison(a, b))
     return ClaimResult(LLM_6, est, next(iter(est)), comps, budget=_fly_budget(cfg),
-                       deviations=_fly_deviations(cfg))  # fmt: skip
+                       deviations=_fly_deviations(cfg), used=Budget(n, ITERATIONS),
+                       trends=trends("LLM-6", comps, series, [(i + 1) / n for i in range(1, n)],
+                                     True, cfg.bootstrap_reps),
+                       trend_note="iteration k's score against iteration 1's, k = 2..n")  # fmt: skip
 
 
 # =========================================================================== Memory-R1
@@ -256,8 +319,19 @@ def _memory_r1(cfg: LLMMemoryRLParams, runs: Runs, claim: Claim, metric: str):
                                    MR1_LABELS[c], cfg.bootstrap_reps) for c in conds}  # fmt: skip
     comps = [Comparison(MR1_LABELS["grpo"], MR1_LABELS[c])
              for c in ("heuristic", "prompted") if c in conds]  # fmt: skip
+    fractions = max(mr1.checkpoints, key=len)
+    series = {}
+    for c in conds:
+        rows = mr1[mr1.condition == c][f"checkpoint_{metric}"]
+        series[MR1_LABELS[c]] = np.array(
+            [v if len(v) == len(fractions) else v * len(fractions) for v in rows], float
+        )
     return ClaimResult(
         claim, est, MR1_LABELS["grpo"], comps, budget=budget, deviations=_mr1_deviations(cfg),
+        used=Budget(hp.epochs * hp.probes, "probed training turns (epochs x turns)"),
+        trends=trends(claim.claim_id, comps, series, fractions, True, cfg.bootstrap_reps),
+        trend_note="the test questions halfway through GRPO training and after it (the "
+        "untrained managers keep their one test)",
         extra={"f1_by_category": {MR1_LABELS[c]: mr1[mr1.condition == c].f1_by_category.iloc[0]
                                   for c in conds},
                "operations chosen on the test turns (share)": op_shares},

@@ -28,7 +28,7 @@ left out) and returns its memories as ``files``, kept beside its result in the r
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
 from types import SimpleNamespace
@@ -130,16 +130,20 @@ def rlem_job(llm: dict, shop: dict, shop_data: dict, rlem: dict, condition: str,
         exemplars=rl.exemplars, temperature=llm.temperature,
         discouraged=condition != "rlem_no_discouraged",
     )  # fmt: skip
-    train_success, train_score = [], []
+    train_success, train_score, checks = [], [], []
+    test_tasks = splits["test"][: rl.test_tasks]
     if agent.mode == "rlem":
         tasks = list(splits[train_set])
-        for _ in range(rl.epochs):
+        for epoch in range(rl.epochs):
             res = [
                 agent.run_episode(env, tasks[i], learn=True) for i in rng.permutation(len(tasks))
             ]
             train_success.append(float(np.mean([r.success for r in res])))
             train_score.append(float(np.mean([r.reward for r in res])))
-    test = [agent.run_episode(env, t, learn=False) for t in splits["test"][: rl.test_tasks]]
+            if epoch < rl.epochs - 1:  # the trend's checkpoints: a test after every epoch
+                checks.append(_side_test(agent, env, test_tasks, [run, 7, epoch]))
+    test = [agent.run_episode(env, t, learn=False) for t in test_tasks]
+    checks.append(test)
     files = {}
     if memory is not None:
         name = f"{condition}-run{run}.json"
@@ -151,9 +155,23 @@ def rlem_job(llm: dict, shop: dict, shop_data: dict, rlem: dict, condition: str,
         "test_score": float(np.mean([r.reward for r in test])),
         "test_steps": float(np.mean([r.steps for r in test])),
         "train_success": train_success, "train_score": train_score,
+        "checkpoints": [(i + 1) / len(checks) for i in range(len(checks))],
+        "checkpoint_success": [float(np.mean([r.success for r in t])) for t in checks],
+        "checkpoint_score": [float(np.mean([r.reward for r in t])) for t in checks],
         "memory_records": len(memory) if memory is not None else 0,
         "decisions": agent.decisions, "tokens": scorer.tokens_encoded - tok0, "files": files,
     }  # fmt: skip
+
+
+def _side_test(agent: Any, env: Any, tasks: Sequence[Any], seed: list[int]) -> list[Any]:
+    """Test episodes in the middle of training that leave training as it was: their own
+    random stream, and the episode's exemplar draws put back afterwards."""
+    rng, shown, decisions = agent.rng, dict(agent._shown), agent.decisions
+    agent.rng = np.random.default_rng(np.random.SeedSequence(seed))
+    try:
+        return [agent.run_episode(env, t, learn=False) for t in tasks]
+    finally:
+        agent.rng, agent._shown, agent.decisions = rng, shown, decisions
 
 
 def agentfly_job(
@@ -220,6 +238,7 @@ def memory_r1_job(
     tok0 = scorer.tokens_encoded
     answerer = mr1.AnswerAgent(scorer, hp.answer_k)
     history: list[dict] = []
+    checks: list[tuple[float, list[dict]]] = []
     files = {}
     if condition == "add_only":
         manager = mr1.AddOnly()
@@ -233,13 +252,21 @@ def memory_r1_job(
         policy = mr1.ManagerPolicy(embedder.embed(["x"]).shape[1], hp.related_k, hp.hidden)
         grpo = mr1.GRPOConfig(hp.epochs, hp.group, hp.probes, hp.learning_rate, hp.clip,
                               hp.update_epochs, hp.beta)  # fmt: skip
-        history = mr1.train_grpo(policy, splits["train"], answerer, embedder.embed, grpo, rng)
+
+        def halfway(done: float) -> None:  # the trend's checkpoint (evaluation is greedy)
+            if not checks and done >= 0.5:
+                checks.append((done, mr1.evaluate(mr1.RLManager(policy), test, answerer,
+                                                  embedder.embed)[0]))  # fmt: skip
+
+        history = mr1.train_grpo(policy, splits["train"], answerer, embedder.embed, grpo, rng,
+                                 checkpoint=halfway)  # fmt: skip
         manager = mr1.RLManager(policy)
         name = f"memory_r1-grpo-run{run}.pt"
         files[name] = _saved(lambda p: th.save(policy.state_dict(), p), name)
     train_calls = answerer.calls
     rows, ops = mr1.evaluate(manager, test, answerer, embedder.embed)
     q, o = pd.DataFrame(rows), pd.DataFrame(ops)
+    checks.append((1.0, rows))
     return {
         "paper": "memory_r1", "condition": condition, "run": run,
         "f1": float(q.f1.mean()), "em": float(q.em.mean()),
@@ -247,6 +274,9 @@ def memory_r1_job(
         "ops_by_kind": {k: g.op.value_counts().to_dict() for k, g in o.groupby("kind")},
         "probe_em": [float(np.nanmean([h["probe_em"] for h in history if h["epoch"] == e]))
                      for e in range(1, hp.epochs + 1)] if history else [],
+        "checkpoints": [f for f, _ in checks],
+        "checkpoint_f1": [float(pd.DataFrame(r).f1.mean()) for _, r in checks],
+        "checkpoint_em": [float(pd.DataFrame(r).em.mean()) for _, r in checks],
         "questions": len(q), "memories": float(q.groupby("conversation").memories.first().mean()),
         "answer_calls_train": train_calls, "answer_calls_test": answerer.calls - train_calls,
         "tokens": scorer.tokens_encoded - tok0, "files": files,

@@ -10,27 +10,35 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
+
 from memrl.families.recurrent_off_policy.params import RecurrentOffPolicyParams, parse_method
 from memrl.families.recurrent_off_policy.tables import Runs
 from memrl.stats.aggregate import Estimate, estimate, reference
-from memrl.stats.claims import MATCHES, Claim, ClaimResult, Comparison
+from memrl.stats.claims import MATCHES, Budget, Claim, ClaimResult, Comparison
+from memrl.stats.trend import trends
 
 FAMILY = "recurrent_off_policy"
 YANG = "Yang & Nguyen 2021, Recurrent Off-policy Baselines for Memory-based Continuous Control"
 FFM = "Morad et al. 2023, Reinforcement Learning with Fast and Forgetful Memory"
 FINAL = "mean return of {n} deterministic-policy episodes after training"
+STEPS = "env steps"
+EVALS = (
+    "greedy-policy evaluations at 25/50/75% of the budget (an env of their own) and the final "
+    "evaluation"
+)
 
 RO_1 = Claim(
     FAMILY, "RO-1", YANG, "Sec. 5, Fig. 2 (Pendulum-P / -V learning curves)",
     "Recurrent SAC reaches near-optimal return on Pendulum with only positions (-P) or only "
     "velocities (-V) observed, where SAC with an MLP (no memory) fails.",
     "qualitative: RSAC near-optimal (~-150 to -200) within 50k steps; MLP SAC fails",
-    FINAL, True,
+    FINAL, True, regime="final", paper_budget=Budget(50_000, STEPS),
 )  # fmt: skip
 RO_2 = Claim(
     FAMILY, "RO-2", YANG, "Sec. 5 (discussion of Fig. 2)",
     "Recurrent SAC is more reliable than recurrent TD3 on the POMDP tasks.",
-    "qualitative", FINAL, True,
+    "qualitative", FINAL, True, regime="final", paper_budget=Budget(50_000, STEPS),
 )  # fmt: skip
 RO_3 = Claim(
     FAMILY, "RO-3",
@@ -38,26 +46,28 @@ RO_3 = Claim(
     "Sec. 5.1, Fig. 3 (shared vs separate encoders); pomdp-baselines notebook",
     "Separate actor and critic memory encoders beat one shared encoder.",
     "qualitative; their TD3-LSTM notebook reaches -183 on Pendulum-V after 31k steps",
-    FINAL, True,
+    FINAL, True, regime="final", paper_budget=Budget(50_000, STEPS),  # Pendulum-V: 50k
 )  # fmt: skip
 RO_4 = Claim(
     FAMILY, "RO-4", "sb3-contrib RecurrentPPO, rl-baselines3-zoo benchmark",
     "rl-zoo benchmark.md (CartPoleNoVel-v1, PendulumNoVel-v1)",
     "RecurrentPPO (LSTM) solves CartPole with velocities hidden (return 500).",
     "CartPoleNoVel-v1: 500 +- 0 at 100k steps; PendulumNoVel-v1: -218 +- 140 at 100k",
-    FINAL, True,
+    FINAL, True, regime="final", paper_budget=Budget(100_000, STEPS),
 )  # fmt: skip
 RO_5 = Claim(
     FAMILY, "RO-5", FFM, "Sec. 5, Fig. 3 (POPGym mean return, FFM vs GRU)",
     "FFM's return matches or beats a GRU's on POPGym tasks.",
     "FFM best of the memory models on POPGym aggregate; >= GRU on most tasks",
     FINAL + " (POPGym rewards are normalised to [-1, 1] per episode)", True,
+    regime="final", paper_budget=Budget(15_000_000, STEPS),  # samples per task (Sec. 5)
 )  # fmt: skip
 RO_6 = Claim(
     FAMILY, "RO-6", FFM, "Sec. 5 (wall-clock efficiency)",
     "FFM trains about two orders of magnitude faster than a GRU.",
     "~100x faster training than their GRU (a per-step GRUCell loop)",
     "ms per training step (forward + backward over the batch of sequences)", False,
+    regime="final", paper_budget=Budget(8 * 1024, "sequence steps per timed batch"),
     machine_dependent=True,
 )  # fmt: skip
 RO_7 = Claim(
@@ -67,6 +77,7 @@ RO_7 = Claim(
     "(or a recurrent memory) succeeds: short- vs long-term memory.",
     "qualitative (success ~1 for K >= xi, ~0.5 (chance) for K < xi)",
     "success rate of {n} deterministic-policy episodes after training", True,
+    regime="final", paper_budget=None,  # "far longer training"; the number was not retrieved
 )  # fmt: skip
 
 
@@ -84,6 +95,31 @@ def _returns(cfg: RecurrentOffPolicyParams, runs: Runs, claim: Claim, pairs) -> 
         if len(vals):
             out[_name(m, e)] = estimate(vals, claim.claim_id, _name(m, e), cfg.bootstrap_reps)
     return out
+
+
+def _series(runs: Runs, pairs) -> dict[str, np.ndarray]:
+    """Checkpoint evaluations (seeds x checkpoints) of each (method, env) in ``pairs``."""
+    main = runs.main
+    out = {}
+    for m, e in pairs:
+        g = main[(main.method == m) & (main.env == e)]
+        if len(g):
+            out[_name(m, e)] = np.array(g.checkpoint_eval.tolist(), dtype=float)
+    return out
+
+
+def _result(cfg: RecurrentOffPolicyParams, runs: Runs, claim: Claim, est, ours, comps, envs,
+            series, **kw) -> ClaimResult:  # fmt: skip
+    """A claim's result with its budget (the smallest of its envs'), coverage and trends."""
+    steps = runs.budgets()
+    fractions = runs.main.checkpoints.iloc[0]
+    return ClaimResult(
+        _claim(claim, cfg), est, ours, comps, budget=_budget(cfg, runs, envs),
+        used=Budget(min(steps[e] for e in envs), STEPS),
+        trends=trends(claim.claim_id, comps, series, fractions, claim.higher_is_better,
+                      cfg.bootstrap_reps),
+        trend_note=EVALS, **kw,
+    )  # fmt: skip
 
 
 def _envs_with(runs: Runs, *methods: str) -> list[str]:
@@ -117,17 +153,20 @@ def ro_1(cfg: RecurrentOffPolicyParams, runs: Runs) -> ClaimResult | None:
     if not envs:
         return None
     est: dict[str, Estimate] = {}
+    series: dict = {}
     comps = []
     for e in envs:
-        est |= _returns(cfg, runs, RO_1, [("RSAC-LSTM", e), ("SAC", e)])
+        pairs = [("RSAC-LSTM", e), ("SAC", e)]
+        est |= _returns(cfg, runs, RO_1, pairs)
+        series |= _series(runs, pairs)
         comps.append(Comparison(_name("RSAC-LSTM", e), _name("SAC", e)))
         thr = cfg.near_optimal.get(f"memrl/{e}-v1")
         if thr is not None:
             est[f"near-optimal · {e}"] = reference(thr)
+            series[f"near-optimal · {e}"] = thr
             comps.append(Comparison(_name("RSAC-LSTM", e), f"near-optimal · {e}", MATCHES))
-    return ClaimResult(
-        _claim(RO_1, cfg), est, _name("RSAC-LSTM", envs[0]), comps,
-        budget=_budget(cfg, runs, envs),
+    return _result(
+        cfg, runs, RO_1, est, _name("RSAC-LSTM", envs[0]), comps, envs, series,
         deviations=[
             _scale(cfg),
             f"near-optimal = final return >= {sorted(set(cfg.near_optimal.values()))} "
@@ -142,11 +181,11 @@ def ro_2(cfg: RecurrentOffPolicyParams, runs: Runs) -> ClaimResult | None:
     if not envs:
         return None
     rt = cfg.rtd3
-    est = _returns(cfg, runs, RO_2, [(m, e) for e in envs for m in ("RSAC-LSTM", "RTD3-LSTM")])
-    return ClaimResult(
-        _claim(RO_2, cfg), est, _name("RSAC-LSTM", envs[0]),
-        [Comparison(_name("RSAC-LSTM", e), _name("RTD3-LSTM", e)) for e in envs],
-        budget=_budget(cfg, runs, envs),
+    pairs = [(m, e) for e in envs for m in ("RSAC-LSTM", "RTD3-LSTM")]
+    return _result(
+        cfg, runs, RO_2, _returns(cfg, runs, RO_2, pairs), _name("RSAC-LSTM", envs[0]),
+        [Comparison(_name("RSAC-LSTM", e), _name("RTD3-LSTM", e)) for e in envs], envs,
+        _series(runs, pairs),
         deviations=[
             _scale(cfg),
             f"RTD3: exploration noise {rt.expl_noise:g}, target noise {rt.target_noise:g} "
@@ -162,10 +201,10 @@ def ro_3(cfg: RecurrentOffPolicyParams, runs: Runs) -> ClaimResult | None:
     if not envs:
         return None
     pairs = [(m, e) for e in envs for m in ("RSAC-LSTM", "RSAC-LSTM-shared")]
-    return ClaimResult(
-        _claim(RO_3, cfg), _returns(cfg, runs, RO_3, pairs), _name("RSAC-LSTM", envs[0]),
-        [Comparison(_name("RSAC-LSTM", e), _name("RSAC-LSTM-shared", e)) for e in envs],
-        budget=_budget(cfg, runs, envs),
+    return _result(
+        cfg, runs, RO_3, _returns(cfg, runs, RO_3, pairs), _name("RSAC-LSTM", envs[0]),
+        [Comparison(_name("RSAC-LSTM", e), _name("RSAC-LSTM-shared", e)) for e in envs], envs,
+        _series(runs, pairs),
         deviations=[
             _scale(cfg),
             "shared: the critic's loss alone trains the encoder (the actor reads it "
@@ -179,20 +218,17 @@ def ro_4(cfg: RecurrentOffPolicyParams, runs: Runs) -> ClaimResult | None:
     if not envs:
         return None
     e, p = envs[0], cfg.rppo
-    steps = runs.budgets()[e]
     est = _returns(cfg, runs, RO_4, [("RPPO", e)]) | {"rl-zoo: 500": reference(500.0)}
-    return ClaimResult(
-        _claim(RO_4, cfg), est, _name("RPPO", e),
-        [Comparison(_name("RPPO", e), "rl-zoo: 500", MATCHES)],
-        budget=_budget(cfg, runs, [e]),
+    return _result(
+        cfg, runs, RO_4, est, _name("RPPO", e),
+        [Comparison(_name("RPPO", e), "rl-zoo: 500", MATCHES)], [e],
+        _series(runs, [("RPPO", e)]) | {"rl-zoo: 500": 500.0},
         deviations=[
             f"zoo ppo_lstm hyperparameters ({p.n_envs} envs x {p.n_steps} steps, "
             f"{p.n_epochs} epochs, LSTM {p.lstm_hidden_size}) with constant lr and clip "
             "(zoo: linear decay)",
             "PendulumNoVel left out: RecurrentPPO runs ~100 steps/s here",
         ],
-        coverage_complete=steps >= 100_000,
-        coverage_note=f"{steps:,} of the zoo's 100k steps",
     )  # fmt: skip
 
 
@@ -202,10 +238,10 @@ def ro_5(cfg: RecurrentOffPolicyParams, runs: Runs) -> ClaimResult | None:
         return None
     sd = cfg.sacd
     pairs = [(m, e) for e in envs for m in ("SACD-FFM", "SACD-GRU")]
-    return ClaimResult(
-        _claim(RO_5, cfg), _returns(cfg, runs, RO_5, pairs), _name("SACD-FFM", envs[0]),
-        [Comparison(_name("SACD-FFM", e), _name("SACD-GRU", e), MATCHES) for e in envs],
-        budget=_budget(cfg, runs, envs),
+    return _result(
+        cfg, runs, RO_5, _returns(cfg, runs, RO_5, pairs), _name("SACD-FFM", envs[0]),
+        [Comparison(_name("SACD-FFM", e), _name("SACD-GRU", e), MATCHES) for e in envs], envs,
+        _series(runs, pairs),
         deviations=[
             "recurrent SAC-discrete instead of the paper's PPO (both off the shelf in our "
             "suite; POPGym's own baselines use PPO)",
@@ -230,6 +266,8 @@ def ro_6(cfg: RecurrentOffPolicyParams, runs: Runs) -> ClaimResult | None:
         budget=f"batch {b['batch']} x {b['steps']} steps x {b['inputs']} inputs, hidden "
         f"{b['hidden']}; {b['repeats'] + 2} timings each, 1 CPU thread",
         deviations=["wall-clock on this machine: the one machine-dependent claim"],
+        used=Budget(b["batch"] * b["steps"], "sequence steps per timed batch"),
+        trend_note="none: a timing benchmark has no training budget",
         coverage_complete=min(ratios.values()) >= 50,
         coverage_note="speed-up (IQM time / FFM's): "
         + ", ".join(f"{k} {v}x" for k, v in ratios.items())
@@ -250,6 +288,10 @@ def ro_7(cfg: RecurrentOffPolicyParams, runs: Runs) -> ClaimResult | None:
         for (L, m), g in tm.groupby(["length", "method"])
     }
     est["chance"] = reference(0.5)
+    series: dict = {
+        f"{m} · L={L}": np.array(g.checkpoint_eval.tolist(), dtype=float)
+        for (L, m), g in tm.groupby(["length", "method"])
+    } | {"chance": 0.5}
     comps = []
     for L in cfg.tmaze.lengths:
         for w in window:
@@ -269,6 +311,9 @@ def ro_7(cfg: RecurrentOffPolicyParams, runs: Runs) -> ClaimResult | None:
             "the paper's transformer with context K",
             "recurrent SAC-discrete for both agents (paper: DTQN / DQN-GPT-2 / DQN-LSTM)",
         ],
+        used=Budget(cfg.tmaze.episodes * min(cfg.tmaze.lengths), STEPS),
+        trends=trends("RO-7", comps, series, tm.checkpoints.iloc[0], True, cfg.bootstrap_reps),
+        trend_note=EVALS.replace("mean return", "success"),
     )  # fmt: skip
 
 

@@ -38,28 +38,40 @@ def run_job(
     curve_points: int,
     length: int = 0,
 ) -> dict[str, Any]:
-    """Train one method on one env (or a T-Maze of ``length``) with one seed; a tidy row."""
+    """Train one method on one env (or a T-Maze of ``length``) with one seed; a tidy row.
+
+    Besides the final evaluation, the greedy policy is evaluated (on an env of its own,
+    so training is unchanged) at each of :data:`~memrl.stats.curves.CHECKPOINTS` but the
+    last, whose value is the final evaluation: ``checkpoint_eval`` (mean return, or T-Maze
+    success) at ``checkpoints`` (fractions of the budget)."""
     from memrl.agents import recurrent_sac, recurrent_sac_discrete, recurrent_td3
-    from memrl.agents.sb3_baselines import rppo_train, sac_train
+    from memrl.agents.sb3_baselines import CHECKPOINT_SEED_OFFSET, rppo_train, sac_train
     from memrl.config import SACParams
     from memrl.envs.registry import make
     from memrl.runtime import seed_everything
-    from memrl.stats.curves import episode_curve, window_mean
+    from memrl.stats.curves import CHECKPOINTS, episode_curve, window_mean
 
     seed_everything(seed)
     algo = parse_method(method)[0]
+    t = total_timesteps
+    eval_at = [int(f * t) for f in CHECKPOINTS[:-1]]
     if algo == "SAC":
-        out = sac_train(env_id, SACParams(**hp), total_timesteps, seed, eval_episodes)
+        out = sac_train(env_id, SACParams(**hp), t, seed, eval_episodes, eval_at)
     elif algo == "RPPO":
-        out = rppo_train(env_id, RecurrentPPOParams(**hp), total_timesteps, seed, eval_episodes)
+        out = rppo_train(env_id, RecurrentPPOParams(**hp), t, seed, eval_episodes, eval_at)
     else:
-        env = make(env_id, seed, **({"length": length} if length else {}))
+        kw = {"length": length} if length else {}
+        env = make(env_id, seed, **kw)
+        check_env = make(env_id, seed + CHECKPOINT_SEED_OFFSET, **kw)
         train = {"RSAC": recurrent_sac, "RTD3": recurrent_td3, "SACD": recurrent_sac_discrete}
         p = RecurrentParams(**hp)
-        out = train[algo].train(env, p, total_timesteps, seed, eval_episodes)
+        out = train[algo].train(env, p, t, seed, eval_episodes, eval_env=check_env, eval_at=eval_at)
         out.pop("seconds", None)  # the store records every job's wall time
     rets, lens, evals = out["episode_returns"], out["episode_lengths"], out["eval_returns"]
-    t = total_timesteps
+
+    def score(returns: list[float]) -> float:  # T-Maze: success = reward 1 for the right turn
+        return float(np.mean(np.asarray(returns) >= 1.0)) if length else float(np.mean(returns))
+
     grid = np.linspace(t / curve_points, t, curve_points).astype(int)
     row = {
         "env": f"T-Maze L={length}" if length else short_env(env_id),
@@ -73,9 +85,13 @@ def run_job(
         "late_train_return": window_mean(rets, lens, int(0.8 * t), t),  # last 20% of training
         "grid": grid.tolist(),
         "curve": episode_curve(rets, lens, grid),
+        "checkpoints": list(CHECKPOINTS),
+        "checkpoint_eval": [score(r) for r in out["checkpoint_returns"]] + [score(evals)],
+        "episode_returns": rets,
+        "episode_lengths": lens,
     }
-    if length:  # success = reward 1 for the turn at the junction
-        row["success"] = float(np.mean(np.asarray(evals) >= 1.0))
+    if length:
+        row["success"] = score(evals)
     return row
 
 
