@@ -23,8 +23,10 @@
 #    and (2) it is more reliable than recurrent TD3.
 # 3. **Separate memory encoders** for actor and critic beat one shared encoder (Ni et al.
 #    2022, pomdp-baselines).
-# 4. **RecurrentPPO** (sb3-contrib), the on-policy baseline, solves CartPole without
-#    velocities (the rl-zoo's CartPoleNoVel: 500).
+# 4. **LSTM-PPO** (sb3-contrib's RecurrentPPO), the on-policy baseline, solves CartPole
+#    without velocities (the rl-zoo's CartPoleNoVel: 500 at 100k steps). We run our own
+#    implementation of the same algorithm (`memrl.agents.lstm_ppo`, ~3.6x faster here),
+#    cross-checked against sb3-contrib's by `benchmarks/lstm_ppo.py`.
 # 5. **Fast and Forgetful Memory** (Morad et al. 2023) matches or beats a GRU on POPGym, and
 #    (6) trains much faster than one.
 # 7. On the **Passive T-Maze** (Cherepanov et al. 2024), an agent that sees the last K frames

@@ -2,7 +2,7 @@
 plus the FFM-vs-GRU timing. Nothing here knows about claims or plots.
 
 Methods are named ``SAC`` (SB3, an MLP with no memory), ``RPPO`` (sb3-contrib
-RecurrentPPO) or ``<RSAC|RTD3|SACD>-<core>[-shared]`` (:mod:`memrl.agents`).
+RecurrentPPO), ``PPO-LSTM`` (:mod:`memrl.agents.lstm_ppo`, the same algorithm, faster) or ``<RSAC|RTD3|SACD>-<core>[-shared]`` (:mod:`memrl.agents`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ TMAZE_ID = "memrl/PassiveTMaze-v0"
 HERE = "memrl.families.recurrent_off_policy.jobs"
 
 # rough core-seconds per env step, to start the longest jobs first; only the order matters
-_COST = {"RSAC": 0.020, "RTD3": 0.014, "SACD": 0.006, "SAC": 0.008, "RPPO": 0.004}
+_COST = {"RSAC": 0.020, "RTD3": 0.014, "SACD": 0.006, "SAC": 0.008, "RPPO": 0.004, "PPO": 0.0015}
 
 
 def run_job(
@@ -44,8 +44,13 @@ def run_job(
     so training is unchanged) at each of :data:`~memrl.stats.curves.CHECKPOINTS` but the
     last, whose value is the final evaluation: ``checkpoint_eval`` (mean return, or T-Maze
     success) at ``checkpoints`` (fractions of the budget)."""
-    from memrl.agents import recurrent_sac, recurrent_sac_discrete, recurrent_td3
-    from memrl.agents.sb3_baselines import CHECKPOINT_SEED_OFFSET, rppo_train, sac_train
+    from memrl.agents import lstm_ppo, recurrent_sac, recurrent_sac_discrete, recurrent_td3
+    from memrl.agents.sb3_baselines import (
+        CHECKPOINT_SEED_OFFSET,
+        EVAL_SEED_OFFSET,
+        rppo_train,
+        sac_train,
+    )
     from memrl.config import SACParams
     from memrl.envs.registry import make
     from memrl.runtime import seed_everything
@@ -59,6 +64,13 @@ def run_job(
         out = sac_train(env_id, SACParams(**hp), t, seed, eval_episodes, eval_at)
     elif algo == "RPPO":
         out = rppo_train(env_id, RecurrentPPOParams(**hp), t, seed, eval_episodes, eval_at)
+    elif algo == "PPO":  # envs seeded seed + i, as SB3's make_vec_env
+        out = lstm_ppo.train(
+            lambda i: make(env_id, seed + i), RecurrentPPOParams(**hp), t, seed, eval_episodes,
+            eval_env=make(env_id, seed + EVAL_SEED_OFFSET), eval_at=eval_at,
+            check_env=make(env_id, seed + CHECKPOINT_SEED_OFFSET),
+        )  # fmt: skip
+        out.pop("seconds", None)
     else:
         kw = {"length": length} if length else {}
         env = make(env_id, seed, **kw)
@@ -140,7 +152,9 @@ def grid(cfg: RecurrentOffPolicyParams) -> list[JobSpec]:
 
     def spec(env_id: str, method: str, seed: int, steps: int, length: int = 0) -> JobSpec:
         algo = parse_method(method)[0]
-        hp = {"SAC": cfg.sac, "RPPO": cfg.rppo}.get(algo) or cfg.agent_params(method)
+        hp = {"SAC": cfg.sac, "RPPO": cfg.rppo, "PPO": cfg.rppo}.get(algo) or cfg.agent_params(
+            method
+        )
         n_eval = cfg.tmaze.eval_episodes if length else cfg.eval_episodes
         kw = {"env_id": env_id, "method": method, "seed": seed, "total_timesteps": steps,
               "hp": hp.model_dump(mode="json"), "eval_episodes": n_eval,

@@ -15,13 +15,14 @@ from pydantic import AfterValidator, Field, model_validator
 from memrl.config import EnvId, NonNegInt, PosFloat, PosInt, Prob, SACParams, StrictModel
 
 _CORES = {"GRU": "gru", "LSTM": "lstm", "FFM": "ffm", "window": "window"}
-_METHOD = re.compile(r"^(SAC|RPPO|(RSAC|RTD3|SACD)-(GRU|LSTM|FFM|window)(-shared)?)$")
+_METHOD = re.compile(r"^(SAC|RPPO|PPO-LSTM|(RSAC|RTD3|SACD)-(GRU|LSTM|FFM|window)(-shared)?)$")
 
 
 def _method_name(name: str) -> str:
     if not _METHOD.match(name):
         raise ValueError(
-            f"unknown method '{name}': use SAC (SB3, no memory), RPPO (sb3-contrib), or "
+            f"unknown method '{name}': use SAC (SB3, no memory), RPPO (sb3-contrib), PPO-LSTM "
+            "(memrl's LSTM-PPO), or "
             "<RSAC|RTD3|SACD>-<GRU|LSTM|FFM|window>[-shared], e.g. RSAC-LSTM or RTD3-GRU-shared"
         )
     return name
@@ -70,7 +71,8 @@ class RecurrentParams(StrictModel):
 
 
 class RecurrentPPOParams(StrictModel):
-    """sb3-contrib RecurrentPPO keyword arguments (rl-zoo ``ppo_lstm.yml``)."""
+    """LSTM-PPO hyperparameters (rl-zoo ``ppo_lstm.yml``), for sb3-contrib's RecurrentPPO
+    (``RPPO``) and memrl's LSTM-PPO (``PPO-LSTM``) alike."""
 
     n_envs: PosInt
     n_steps: PosInt
