@@ -68,3 +68,4 @@ bench: install
 	$(BIN)/python benchmarks/episodic_control.py
 	$(BIN)/python benchmarks/ffm_vs_gru.py
 	$(BIN)/python benchmarks/recurrent_sac.py
+	$(BIN)/python benchmarks/lstm_ppo.py

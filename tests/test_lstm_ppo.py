@@ -56,3 +56,26 @@ def test_short_training_is_deterministic_and_logs_episodes():
     assert a["episode_returns"] == b["episode_returns"] and a["eval_returns"] == b["eval_returns"]
     assert len(a["checkpoint_returns"]) == 1 and len(a["eval_returns"]) == 2
     assert sum(a["episode_lengths"]) <= 512 and len(a["episode_returns"]) > 10
+
+
+@pytest.mark.parametrize("schedule, clips", [("constant", [0.2, 0.2]), ("linear", [0.1, 0.0])])
+def test_linear_schedule_scales_clip_and_lr_with_the_budget_left(monkeypatch, schedule, clips):
+    """rl-zoo's lin_<x>: x times the share of the budget left after each rollout, as SB3."""
+    from memrl.agents.sb3_baselines import _scheduled
+    from memrl.config import load_family
+    from memrl.envs.registry import make
+
+    p = load_family("recurrent_off_policy", "smoke").rppo.model_copy(
+        update={"schedule": schedule, "n_epochs": 1, "clip_range": 0.2}
+    )
+    seen = []
+    monkeypatch.setattr(
+        lstm_ppo, "update", lambda *a: seen.append((a[2].param_groups[0]["lr"], a[6]))
+    )
+    lstm_ppo.train(lambda i: make("memrl/CartPole-P-v1", i), p, 2 * p.n_envs * p.n_steps, 0)
+    assert [c for _, c in seen] == pytest.approx(clips)
+    assert [lr for lr, _ in seen] == pytest.approx([p.learning_rate * c / 0.2 for c in clips])
+    sb3 = _scheduled(0.2, schedule)
+    assert (sb3 if schedule == "constant" else sb3(0.5)) == pytest.approx(
+        0.2 if schedule == "constant" else 0.1
+    )

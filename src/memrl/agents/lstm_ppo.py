@@ -5,19 +5,24 @@ The algorithm and hyperparameters of sb3-contrib's ``RecurrentPPO`` with rl-zoo'
 
 - **Networks.** Separate actor and critic LSTMs (``enable_critic_lstm``) over the raw
   observation, each followed by a ReLU layer (``net_arch``) and a linear head: action
-  logits, state value. No orthogonal init (zoo: ``ortho_init: False``); Adam, eps 1e-5.
+  logits, state value. No orthogonal init (zoo: ``ortho_init: False``); Adam, eps 1e-5;
+  learning rate and clip range constant or, as the zoo, linear to 0 over the budget.
 - **Rollouts.** ``n_envs`` envs step together for ``n_steps``; the LSTM states carry over
   between rollouts and are zeroed where an episode starts. A time-out (truncation) is
   bootstrapped as SB3 does: ``r += gamma V(o_final)``. Advantages by GAE(``gamma``, ``lambda``).
 - **Updates.** ``n_epochs`` passes over the rollout in minibatches of whole env segments
-  (``batch_size / n_steps`` segments each): both LSTMs rerun over each segment from the
-  state stored at its start, zeroing it at episode starts, then the clipped surrogate
-  ``-min(rho A, clip(rho, 1 +- eps) A)`` with per-minibatch normalised advantages, plus
-  ``vf_coef * (V - R)^2`` and ``- ent_coef * H``; gradients clipped at ``max_grad_norm``.
+  (``batch_size / n_steps`` segments each). Each segment is cut at its episode starts
+  (:func:`cut`); the pieces go through each LSTM in one fused call, padded at the end, from
+  the state stored at the segment's start (or zeros for a piece that starts an episode).
+  Then the clipped surrogate ``-min(rho A, clip(rho, 1 +- eps) A)`` with per-minibatch
+  normalised advantages, plus ``vf_coef * (V - R)^2`` and ``- ent_coef * H``; gradients
+  clipped at ``max_grad_norm``.
 
-sb3-contrib instead cuts each segment at episode starts and pads the pieces into a batch of
-sequences, in Python per minibatch (its issue #113: ~100 env steps/s for a small LSTM);
-here a segment is one tensor and a reset is a multiply by the episode-start mask.
+sb3-contrib does the same cutting, but pads the pieces in Python for every minibatch and
+steps its LSTM one step at a time whenever a minibatch holds an episode start (its issue
+#113: ~100 env steps/s for a small LSTM). Here the pieces start at step 0 of the padded
+batch, so the padding never reaches a piece's outputs and no packing is needed (a packed
+LSTM's backward was 3x slower on this CPU). ``benchmarks/lstm_ppo.py`` compares the two.
 """
 
 from __future__ import annotations
@@ -223,10 +228,14 @@ def train(
         ro = Rollout(tensor(b["obs"]), tensor(b["starts"]), th.as_tensor(b["actions"], dtype=th.long, device=device),
                      tensor(b["logp"]), tensor(adv), tensor(ret), a0, c0)  # fmt: skip
 
-        # ---- updates: n_epochs passes, minibatches of whole segments
+        # ---- updates: n_epochs passes, minibatches of whole segments; with the zoo's
+        # linear schedule, lr and clip scale with the budget left (as SB3: after the rollout)
+        left = max(0.0, 1.0 - step / total_steps) if p.schedule == "linear" else 1.0
+        for group in opt.param_groups:
+            group["lr"] = p.learning_rate * left
         for _ in range(p.n_epochs):
             for idx in th.randperm(n).split(seg_per_batch):
-                update(actor, critic, opt, params, ro, idx, p)
+                update(actor, critic, opt, params, ro, idx, p.clip_range * left, p.ent_coef)
     evals = evaluate(actor, eval_env, eval_episodes, device) if eval_env is not None else []
     return {
         "episode_returns": returns,
@@ -237,7 +246,10 @@ def train(
     }
 
 
-def update(actor: Branch, critic: Branch, opt, params, ro: Rollout, idx: th.Tensor, p: Any) -> None:
+def update(
+    actor: Branch, critic: Branch, opt, params, ro: Rollout, idx: th.Tensor, clip: float,
+    ent_coef: float,
+) -> None:  # fmt: skip
     """One gradient step on the segments ``idx`` of the rollout."""
     obs = ro.obs[:, idx]
     pieces = cut(ro.starts[:, idx].cpu().numpy())
@@ -248,10 +260,10 @@ def update(actor: Branch, critic: Branch, opt, params, ro: Rollout, idx: th.Tens
     adv = ro.advantages[:, idx]
     adv = (adv - adv.mean()) / (adv.std() + 1e-8)  # SB3: normalize_advantage per minibatch
     ratio = th.exp(logp - ro.logp[:, idx])
-    clipped = ratio.clamp(1 - p.clip_range, 1 + p.clip_range)
+    clipped = ratio.clamp(1 - clip, 1 + clip)
     policy_loss = -th.min(ratio * adv, clipped * adv).mean()
     value_loss = F.mse_loss(values, ro.returns[:, idx])
-    loss = policy_loss - p.ent_coef * dist.entropy().mean() + 0.5 * value_loss  # SB3 vf_coef 0.5
+    loss = policy_loss - ent_coef * dist.entropy().mean() + 0.5 * value_loss  # SB3 vf_coef 0.5
     opt.zero_grad()
     loss.backward()
     nn.utils.clip_grad_norm_(params, 0.5)  # SB3 max_grad_norm

@@ -75,6 +75,11 @@ def sac_train(
     return {**_log(env), "eval_returns": evals, "checkpoint_returns": checks.results}
 
 
+def _scheduled(value: float, schedule: str) -> float | Callable[[float], float]:
+    """A constant, or rl-zoo's ``lin_<value>``: ``value`` x the share of the budget left."""
+    return value if schedule == "constant" else (lambda left: value * left)
+
+
 def rppo_train(
     env_id: str, hp: Any, total_steps: int, seed: int, eval_episodes: int,
     eval_at: Sequence[int] = (),
@@ -111,10 +116,10 @@ def rppo_train(
         n_steps=hp.n_steps,
         batch_size=hp.batch_size,
         n_epochs=hp.n_epochs,
-        learning_rate=hp.learning_rate,
+        learning_rate=_scheduled(hp.learning_rate, hp.schedule),
         gamma=hp.gamma,
         gae_lambda=hp.gae_lambda,
-        clip_range=hp.clip_range,
+        clip_range=_scheduled(hp.clip_range, hp.schedule),
         ent_coef=hp.ent_coef,
         policy_kwargs={
             "ortho_init": False,

@@ -235,8 +235,9 @@ def ro_4(cfg: RecurrentOffPolicyParams, runs: Runs) -> ClaimResult | None:
         _series(runs, [(m, e)]) | {"rl-zoo: 500": 500.0},
         deviations=[
             f"{impl} with the zoo's ppo_lstm hyperparameters ({p.n_envs} envs x "
-            f"{p.n_steps} steps, {p.n_epochs} epochs, LSTM {p.lstm_hidden_size}) and constant "
-            "lr and clip (zoo: linear decay)",
+            f"{p.n_steps} steps, {p.n_epochs} epochs, LSTM {p.lstm_hidden_size}), "
+            + ("lr and clip decayed linearly as the zoo's" if p.schedule == "linear"
+               else "constant lr and clip (zoo: linear decay)"),
             "PendulumNoVel left out (CPU budget)",
         ],
     )  # fmt: skip

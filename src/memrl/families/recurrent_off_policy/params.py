@@ -85,6 +85,7 @@ class RecurrentPPOParams(StrictModel):
     ent_coef: Annotated[float, Field(ge=0)]
     lstm_hidden_size: PosInt
     net_arch: list[PosInt] = Field(min_length=1)
+    schedule: Literal["constant", "linear"] = "constant"  # lr and clip; zoo: linear to 0
 
 
 class ROEnvParams(StrictModel):
