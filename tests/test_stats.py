@@ -216,6 +216,7 @@ def test_trends_skip_checkpoints_without_data():
 
     a = np.array([[np.nan, 2, 3], [np.nan, 2, 4], [np.nan, 3, 3]])
     b = np.zeros((3, 3))
-    (t,) = trends("X", [Comparison("a", "b"), Comparison("a", "zzz")], {"a": a, "b": b},
-                  [0.3, 0.6, 1.0], True, 200)  # fmt: skip
+    claim = Claim("f", "X", "P", "S", "s", "v", "m", True, regime="final", paper_budget=None)
+    (t,) = trends(claim, [Comparison("a", "b"), Comparison("a", "zzz")], {"a": a, "b": b},
+                  [0.3, 0.6, 1.0], 200)  # fmt: skip
     assert [p.fraction for p in t.points] == [0.6, 1.0]

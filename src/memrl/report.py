@@ -15,7 +15,7 @@ from typing import Any
 
 from memrl.families import NAMES as FAMILY_ORDER  # the registry's order
 from memrl.runtime import atomic_write_json, atomic_write_text, repo_root
-from memrl.stats.claims import VERDICT_RULE, VERDICTS, share
+from memrl.stats.claims import VERDICT_RULE, VERDICTS
 
 
 def load_rows(results: Path) -> list[dict[str, Any]]:
@@ -40,16 +40,6 @@ def _fmt(x: float) -> str:
 
 def _md_escape(s: str) -> str:
     return s.replace("|", "\\|").replace("\n", " ")
-
-
-def coverage_text(r: dict[str, Any]) -> str:
-    """E.g. ``10% (5,000 of 50,000 env steps)``; why it is unknown otherwise."""
-    if r.get("coverage") is None:
-        return f"unknown (paper's budget not retrieved; ours {r['used_budget']})" if r.get(
-            "used_budget") else "unknown"  # fmt: skip
-    paper = r["paper_budget"]
-    ours = r["used_budget"].rsplit(" ", len(paper.split(" ")) - 1)[0]
-    return f"{share(r['coverage'])} ({ours} of {paper})"
 
 
 def trend_text(r: dict[str, Any]) -> str:
@@ -100,7 +90,7 @@ def render(rows: list[dict[str, Any]]) -> str:
             str(r["n_seeds"]),
             r["budget"],
             r["regime"],
-            coverage_text(r),
+            r["coverage_text"],
             trend_text(r),
             f"**{r['verdict']}**",
         ]
@@ -126,7 +116,7 @@ def render(rows: list[dict[str, Any]]) -> str:
         )
         out.append(
             f"*Regime:* {r['regime']}; *budget:* ours {r.get('used_budget') or 'n/a'}, the "
-            f"paper's {r.get('paper_budget') or 'not retrieved'}; *coverage:* {coverage_text(r)}  "
+            f"paper's {r.get('paper_budget') or 'not retrieved'}; *coverage:* {r['coverage_text']}  "
         )
         if r.get("trends"):
             out.append(

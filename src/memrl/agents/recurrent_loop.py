@@ -77,9 +77,6 @@ def run(
     step = 0
     obs, _ = env.reset(seed=seed)
 
-    def tensor(x) -> th.Tensor:
-        return th.as_tensor(np.asarray(x, dtype=np.float32)[None], device=agent.device)
-
     checkpoints = sorted(eval_at) if eval_env is not None else []
     checkpoint_returns: list[list[float]] = []
     while step < total_steps:
@@ -90,7 +87,7 @@ def run(
         while not done and step < total_steps:
             with th.no_grad():
                 h, state = agent.actor_encoder.step(
-                    tensor(obs), tensor(prev_a), tensor(prev_r), state
+                    *_step_input(obs, prev_a, prev_r, agent.device), state
                 )
                 if step < p.learning_starts:
                     a = random_action()
@@ -138,15 +135,21 @@ def evaluate(
         prev_a, prev_r, done, total = np.zeros(act_dim, np.float32), 0.0, False, 0.0
         while not done:
             with th.no_grad():
-                x = [th.as_tensor(np.asarray(v, dtype=np.float32)[None], device=agent.device)
-                     for v in (obs, prev_a, prev_r)]  # fmt: skip
-                h, state = agent.actor_encoder.step(*x, state)
+                h, state = agent.actor_encoder.step(
+                    *_step_input(obs, prev_a, prev_r, agent.device), state
+                )
                 a = agent.act(h, explore=False)
             obs, r, terminated, truncated, _ = env.step(to_env(a))
             prev_a, prev_r, done = a, float(r), terminated or truncated
             total += float(r)
         evals.append(total)
     return evals
+
+
+def _step_input(obs, prev_a, prev_r, device: str) -> list[th.Tensor]:
+    """``[o_t, a_{t-1}, r_{t-1}]`` as float32 batches of one, for an encoder's step mode."""
+    return [th.as_tensor(np.asarray(v, dtype=np.float32)[None], device=device)
+            for v in (obs, prev_a, prev_r)]  # fmt: skip
 
 
 class Features(NamedTuple):

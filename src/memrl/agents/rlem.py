@@ -125,6 +125,18 @@ class RLEMAgent:
         self.decisions += 1
         return admissible[i]
 
+    def side_test(
+        self, env: ShopEnv, tasks: Sequence[ShopTask], rng: np.random.Generator
+    ) -> list[EpisodeResult]:
+        """Test episodes in the middle of training that leave training as it was: drawn
+        from ``rng``, with this episode's exemplar draws and the decision count put back."""
+        saved = self.rng, dict(self._shown), self.decisions
+        self.rng = rng
+        try:
+            return [self.run_episode(env, t, learn=False) for t in tasks]
+        finally:
+            self.rng, self._shown, self.decisions = saved
+
     def run_episode(self, env: ShopEnv, task: ShopTask, learn: bool) -> EpisodeResult:
         """Play one task; with ``learn`` (mode ``rlem``) update the memory from it."""
         obs, info = env.reset(options={"task": task})

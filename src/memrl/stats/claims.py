@@ -56,11 +56,14 @@ class Budget:
         if not self.amount > 0:
             raise ValueError(f"a budget must be positive, got {self.amount!r} {self.unit}")
 
+    @property
+    def amount_text(self) -> str:
+        """``50,000``; non-integers to 6 significant digits."""
+        a = self.amount
+        return f"{int(a):,}" if a == int(a) else f"{a:,.6g}"
+
     def __str__(self) -> str:
-        amount = (
-            f"{int(self.amount):,}" if self.amount == int(self.amount) else f"{self.amount:,.6g}"
-        )
-        return f"{amount} {self.unit}"
+        return f"{self.amount_text} {self.unit}"
 
 
 @dataclass(frozen=True)
@@ -138,6 +141,16 @@ class ClaimResult:
         return self.used.amount / paper.amount
 
     @property
+    def coverage_text(self) -> str:
+        """E.g. ``10% (5,000 of 50,000 env steps)``, or why the coverage is unknown."""
+        paper = self.claim.paper_budget
+        if self.used is None:
+            return "unknown"
+        if paper is None:
+            return f"unknown (paper's budget not retrieved; ours {self.used})"
+        return f"{share(self.coverage)} ({self.used.amount_text} of {paper})"
+
+    @property
     def verdict(self) -> str:
         return verdict(
             self.estimates, self.comparisons, self.claim.higher_is_better, self.coverage_complete,
@@ -152,6 +165,7 @@ class ClaimResult:
             **claim,
             "used_budget": str(self.used) if self.used else None,
             "coverage": self.coverage,
+            "coverage_text": self.coverage_text,
             "trends": [t.as_dict() for t in self.trends],
             "trend_note": self.trend_note,
             "ours_name": self.ours,

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from memrl.stats.aggregate import Estimate, iqm, stable_seed
-from memrl.stats.claims import Comparison
+from memrl.stats.claims import Claim, Comparison
 from memrl.stats.curves import CHECKPOINTS
 
 __all__ = ["CHECKPOINTS", "Trend", "TrendPoint", "effect", "trends"]
@@ -113,14 +113,14 @@ def effect(
 
 
 def trends(
-    claim_id: str,
+    claim: Claim,
     comparisons: Sequence[Comparison],
     series: Mapping[str, np.ndarray | float],
     fractions: Sequence[float],
-    higher_is_better: bool,
     reps: int = 2000,
 ) -> list[Trend]:
-    """One :class:`Trend` per comparison whose two sides have ``series``: an array
+    """One :class:`Trend` per comparison of ``claim`` (its id seeds the bootstraps, its
+    direction signs the effects) whose two sides have ``series``: an array
     (seeds x checkpoints, one column per ``fractions``) or a paper's constant. Checkpoints
     where a side has a NaN (no episode ended yet) are left out."""
     out = []
@@ -135,8 +135,8 @@ def trends(
             aj = a[:, j]
             if np.isnan(aj).any() or np.isnan(bj).any():
                 continue
-            seed = stable_seed(claim_id, str(c), f"{f:.4f}")
-            points.append(TrendPoint(float(f), effect(aj, bj, higher_is_better, seed, reps)))
+            seed = stable_seed(claim.claim_id, str(c), f"{f:.4f}")
+            points.append(TrendPoint(float(f), effect(aj, bj, claim.higher_is_better, seed, reps)))
         if points:
             out.append(Trend(str(c), tuple(points)))
     return out

@@ -94,11 +94,6 @@ def _series(df: pd.DataFrame, pairs) -> dict[str, np.ndarray]:
     return {_name(m, e): _windows(exact[(exact.env == e) & (exact.method == m)]) for m, e in pairs}
 
 
-def _trends(cfg: EpisodicControlParams, claim: Claim, comps, series) -> list:
-    return trends(claim.claim_id, comps, series, CHECKPOINTS, claim.higher_is_better,
-                  cfg.bootstrap_reps)  # fmt: skip
-
-
 def _used(cfg: EpisodicControlParams, envs: list[str]) -> Budget:
     steps = {short_env(e.env_id): e.total_timesteps for e in cfg.envs}
     return Budget(min(steps[e] for e in envs), FRAMES)
@@ -146,7 +141,7 @@ def ec_1(cfg: EpisodicControlParams, df: pd.DataFrame) -> ClaimResult | None:
     return ClaimResult(
         replace(EC_1, metric=EARLY.format(early=cfg.early_fraction)), early,
         _name("MFEC", envs[0]), comps, budget=_budget(cfg, envs), used=_used(cfg, envs),
-        trends=_trends(cfg, EC_1, comps, _series(df, pairs)), trend_note=WINDOWS,
+        trends=trends(EC_1, comps, _series(df, pairs), CHECKPOINTS, cfg.bootstrap_reps), trend_note=WINDOWS,
         deviations=[
             MINATAR,
             "DQN: SB3 with the MinAtar network and rl-zoo Atari schedule (train every 4 steps, "
@@ -175,7 +170,7 @@ def ec_2(cfg: EpisodicControlParams, df: pd.DataFrame) -> ClaimResult | None:
     env = short_env(cfg.aggregation.env_id)
     return ClaimResult(
         EC_2, mem, conservative, comps, budget=_budget(cfg, [env]), used=_used(cfg, [env]),
-        trends=_trends(cfg, EC_2, comps, series),
+        trends=trends(EC_2, comps, series, CHECKPOINTS, cfg.bootstrap_reps),
         trend_note="keys stored at each quarter of the budget",
         deviations=AGGREGATION,
         extra={
@@ -195,7 +190,7 @@ def ec_3(cfg: EpisodicControlParams, df: pd.DataFrame) -> ClaimResult | None:
     return ClaimResult(
         EC_3, _by_radius(cfg, df, EC_3, "late_return"), conservative, comps,
         budget=_budget(cfg, [env]), used=_used(cfg, [env]),
-        trends=_trends(cfg, EC_3, comps, series), trend_note=WINDOWS,
+        trends=trends(EC_3, comps, series, CHECKPOINTS, cfg.bootstrap_reps), trend_note=WINDOWS,
         deviations=AGGREGATION,
         coverage_note="larger radii are reported beside it, not tested",
     )  # fmt: skip
@@ -217,7 +212,7 @@ def ec_4(cfg: EpisodicControlParams, df: pd.DataFrame) -> ClaimResult | None:
         replace(EC_4, metric=EARLY.format(early=cfg.early_fraction)),
         _by_method(cfg, df, EC_4, "early_return", pairs), _name("NEC", envs[0]), comps,
         budget=_budget(cfg, envs), used=_used(cfg, envs),
-        trends=_trends(cfg, EC_4, comps, _series(df, pairs)), trend_note=WINDOWS,
+        trends=trends(EC_4, comps, _series(df, pairs), CHECKPOINTS, cfg.bootstrap_reps), trend_note=WINDOWS,
         deviations=[
             MINATAR,
             f"embedding: MinAtar conv torso -> {p.key_dim}-d keys (Kaixhin/EC: 128)",

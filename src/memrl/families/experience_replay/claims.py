@@ -90,11 +90,6 @@ def _max_solved_per_seed(df: pd.DataFrame, threshold: float) -> dict[str, np.nda
     return out
 
 
-def _trends(cfg: ExperienceReplayParams, claim: Claim, comps, series, fractions=CHECKPOINTS):
-    return trends(claim.claim_id, comps, series, fractions, claim.higher_is_better,
-                  cfg.bootstrap_reps)  # fmt: skip
-
-
 def _auc_at(df: pd.DataFrame) -> np.ndarray:
     """Seeds x checkpoints: mean training return from the start to each quarter."""
     return np.array([
@@ -122,7 +117,7 @@ def er_1(cfg: ExperienceReplayParams, runs: Runs) -> ClaimResult | None:
     return ClaimResult(
         ER_1, est, top, comps,
         budget=f"{qp.env_steps} env steps, chain of {qp.n_states} states",
-        used=Budget(qp.env_steps, STEPS), trends=_trends(cfg, ER_1, comps, series),
+        used=Budget(qp.env_steps, STEPS), trends=trends(ER_1, comps, series, CHECKPOINTS, cfg.bootstrap_reps),
         trend_note="error to Q* at each quarter of the env budget",
         deviations=[
             "the paper's exact MDP class and constants could not be retrieved; we use a "
@@ -151,7 +146,7 @@ def er_2(cfg: ExperienceReplayParams, runs: Runs) -> ClaimResult | None:
         budget=f"n = {list(cp.n_states)} states, cap {cp.max_updates} updates "
         f"({int(cw.censored.sum())} censored)",
         used=Budget(2 * (2**n_max - 1), "transitions in memory"),
-        trends=_trends(cfg, ER_2, comps, series, [n / n_max for n in ns]),
+        trends=trends(ER_2, comps, series, [n / n_max for n in ns], cfg.bootstrap_reps),
         trend_note=f"updates to learn at n = {ns} (the sweep is the budget; fractions of n = {n_max})",
         deviations=[
             "stochastic proportional prioritization (Sec. 3.3) instead of Fig. 1's greedy "
@@ -176,7 +171,7 @@ def er_3(cfg: ExperienceReplayParams, runs: Runs) -> ClaimResult | None:
         replace(ER_3, metric=ER_3.metric.format(steps=pp.total_timesteps, env=pp.env_id)),
         est, "DQN+PER", comps,
         budget=f"{pp.total_timesteps} env steps on {pp.env_id}",
-        used=Budget(pp.total_timesteps, STEPS), trends=_trends(cfg, ER_3, comps, series),
+        used=Budget(pp.total_timesteps, STEPS), trends=trends(ER_3, comps, series, CHECKPOINTS, cfg.bootstrap_reps),
         trend_note=CUMULATIVE,
         deviations=[
             f"{pp.env_id} with the rl-zoo DQN hyperparameters instead of Atari (50M frames)",
@@ -204,7 +199,7 @@ def er_4(cfg: ExperienceReplayParams, runs: Runs) -> ClaimResult | None:
         est, "DQN+HER", comps,
         budget=f"{hp.steps_per_bit} x n env steps per run, n in {list(hp.n_bits)}",
         used=Budget(hp.steps_per_bit, "env steps per bit"),
-        trends=_trends(cfg, ER_4, comps, series),
+        trends=trends(ER_4, comps, series, CHECKPOINTS, cfg.bootstrap_reps),
         trend_note="largest n solved by greedy evaluations at each quarter of every run",
         deviations=[
             f"SB3 DQN + HerReplayBuffer on one env, in the paper's cycles ({d.train_freq} "
@@ -242,7 +237,7 @@ def _rae_budget(cfg, runs: Runs, claim: Claim, comps) -> dict:
     r = runs["rae"]
     series = {c: _auc_at(r[r.condition == c]) for c in r.condition.unique()}
     return {"used": Budget(cfg.rae.total_timesteps, STEPS), "trend_note": CUMULATIVE,
-            "trends": _trends(cfg, claim, comps, series)}  # fmt: skip
+            "trends": trends(claim, comps, series, CHECKPOINTS, cfg.bootstrap_reps)}  # fmt: skip
 
 
 def er_5(cfg: ExperienceReplayParams, runs: Runs) -> ClaimResult | None:

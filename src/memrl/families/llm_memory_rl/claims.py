@@ -122,22 +122,27 @@ def _rlem_est(cfg, runs: Runs, claim: Claim, metric: str) -> dict[str, Estimate]
             for c in cfg.rlem.conditions if (df.condition == c).any()}  # fmt: skip
 
 
-def _checkpointed(df: pd.DataFrame, column: str) -> tuple[list[float], dict[str, np.ndarray]]:
-    """The checkpoint fractions of the trained runs and, per condition label, seeds x
-    checkpoints of ``column`` (a condition that does not train keeps its one value)."""
-    fractions = max(df.checkpoints, key=len)
-    out = {}
-    for c, g in df.groupby("condition", sort=False):
-        rows = [v if len(v) == len(fractions) else v * len(fractions) for v in g[column]]
-        out[LABELS.get(c, c)] = np.array(rows, dtype=float)
-    return list(fractions), out
+def _at(values: pd.Series, k: int) -> np.ndarray:
+    """Runs x ``k`` checkpoints of a list-valued column (a run that does not train has one
+    value, which stands at every checkpoint)."""
+    return np.array([v if len(v) == k else v * k for v in values], dtype=float)
+
+
+def _checkpointed(
+    df: pd.DataFrame, column: str, labels: dict[str, str]
+) -> tuple[list[float], dict[str, np.ndarray]]:
+    """The checkpoint fractions of the trained runs and, per condition's label, runs x
+    checkpoints of ``column``."""
+    fractions = list(max(df.checkpoints, key=len))
+    return fractions, {labels[c]: _at(g[column], len(fractions))
+                       for c, g in df.groupby("condition", sort=False)}  # fmt: skip
 
 
 def _rlem_trends(cfg, runs: Runs, claim: Claim, comps, metric: str) -> dict:
-    fractions, series = _checkpointed(runs.rlem, metric.replace("test_", "checkpoint_"))
+    fractions, series = _checkpointed(runs.rlem, metric.replace("test_", "checkpoint_"), LABELS)
     return {
         "used": Budget(cfg.rlem.epochs * cfg.shop_data.n_train, EPISODES),
-        "trends": trends(claim.claim_id, comps, series, fractions, True, cfg.bootstrap_reps),
+        "trends": trends(claim, comps, series, fractions, cfg.bootstrap_reps),
         "trend_note": "the test tasks after every training epoch (the untrained baselines "
         "keep their one test)",
     }
@@ -180,17 +185,15 @@ def llm_3(cfg: LLMMemoryRLParams, runs: Runs) -> ClaimResult | None:
            "no gain": reference(0.0)}  # fmt: skip
     n = len(combos)
     comps = [Comparison(name, "no gain")]
-    fractions, series = _checkpointed(df, "checkpoint_score")
+    fractions = list(max(df.checkpoints, key=len))
     runs_ = sorted(gain.index)
-    paired = (
-        series[LABELS["rlem"]][[list(by["rlem"].index).index(r) for r in runs_]]
-        - series[LABELS["static"]][[list(by["static"].index).index(r) for r in runs_]]
-    )
+    paired = (_at(by["rlem"].loc[runs_].checkpoint_score, len(fractions))
+              - _at(by["static"].loc[runs_].checkpoint_score, len(fractions)))  # fmt: skip
     return ClaimResult(
         LLM_3, est, name, comps,
         budget=_rlem_budget(cfg), deviations=_rlem_deviations(cfg),
         used=Budget(cfg.rlem.epochs * cfg.shop_data.n_train, EPISODES),
-        trends=trends("LLM-3", comps, {name: paired, "no gain": 0.0}, fractions, True,
+        trends=trends(LLM_3, comps, {name: paired, "no gain": 0.0}, fractions,
                       cfg.bootstrap_reps),
         trend_note="paired gain on the test tasks after every training epoch",
         coverage_complete=n >= 4,
@@ -252,7 +255,7 @@ def llm_5(cfg: LLMMemoryRLParams, runs: Runs) -> ClaimResult | None:
         replace(LLM_5, metric=LLM_5.metric.format(n=n)), est,
         FLY_LABELS[order[0]], comps, budget=_fly_budget(cfg), deviations=_fly_deviations(cfg),
         used=Budget(n, ITERATIONS),
-        trends=trends("LLM-5", comps, series, [(i + 1) / n for i in range(n)], True,
+        trends=trends(LLM_5, comps, series, [(i + 1) / n for i in range(n)],
                       cfg.bootstrap_reps),
         trend_note="the same measure up to each iteration",
     )  # fmt: skip
@@ -277,8 +280,8 @@ def llm_6(cfg: LLMMemoryRLParams, runs: Runs) -> ClaimResult | None:
         comps.append(Comparison(a, b))
     return ClaimResult(LLM_6, est, next(iter(est)), comps, budget=_fly_budget(cfg),
                        deviations=_fly_deviations(cfg), used=Budget(n, ITERATIONS),
-                       trends=trends("LLM-6", comps, series, [(i + 1) / n for i in range(1, n)],
-                                     True, cfg.bootstrap_reps),
+                       trends=trends(LLM_6, comps, series, [(i + 1) / n for i in range(1, n)],
+                                     cfg.bootstrap_reps),
                        trend_note="iteration k's score against iteration 1's, k = 2..n")  # fmt: skip
 
 
@@ -319,17 +322,11 @@ def _memory_r1(cfg: LLMMemoryRLParams, runs: Runs, claim: Claim, metric: str):
                                    MR1_LABELS[c], cfg.bootstrap_reps) for c in conds}  # fmt: skip
     comps = [Comparison(MR1_LABELS["grpo"], MR1_LABELS[c])
              for c in ("heuristic", "prompted") if c in conds]  # fmt: skip
-    fractions = max(mr1.checkpoints, key=len)
-    series = {}
-    for c in conds:
-        rows = mr1[mr1.condition == c][f"checkpoint_{metric}"]
-        series[MR1_LABELS[c]] = np.array(
-            [v if len(v) == len(fractions) else v * len(fractions) for v in rows], float
-        )
+    fractions, series = _checkpointed(mr1, f"checkpoint_{metric}", MR1_LABELS)
     return ClaimResult(
         claim, est, MR1_LABELS["grpo"], comps, budget=budget, deviations=_mr1_deviations(cfg),
         used=Budget(hp.epochs * hp.probes, "probed training turns (epochs x turns)"),
-        trends=trends(claim.claim_id, comps, series, fractions, True, cfg.bootstrap_reps),
+        trends=trends(claim, comps, series, fractions, cfg.bootstrap_reps),
         trend_note="the test questions halfway through GRPO training and after it (the "
         "untrained managers keep their one test)",
         extra={"f1_by_category": {MR1_LABELS[c]: mr1[mr1.condition == c].f1_by_category.iloc[0]

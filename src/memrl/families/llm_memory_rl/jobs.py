@@ -28,7 +28,7 @@ left out) and returns its memories as ``files``, kept beside its result in the r
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from types import SimpleNamespace
@@ -141,7 +141,8 @@ def rlem_job(llm: dict, shop: dict, shop_data: dict, rlem: dict, condition: str,
             train_success.append(float(np.mean([r.success for r in res])))
             train_score.append(float(np.mean([r.reward for r in res])))
             if epoch < rl.epochs - 1:  # the trend's checkpoints: a test after every epoch
-                checks.append(_side_test(agent, env, test_tasks, [run, 7, epoch]))
+                side_rng = np.random.default_rng(np.random.SeedSequence([run, 7, epoch]))
+                checks.append(agent.side_test(env, test_tasks, side_rng))
     test = [agent.run_episode(env, t, learn=False) for t in test_tasks]
     checks.append(test)
     files = {}
@@ -161,17 +162,6 @@ def rlem_job(llm: dict, shop: dict, shop_data: dict, rlem: dict, condition: str,
         "memory_records": len(memory) if memory is not None else 0,
         "decisions": agent.decisions, "tokens": scorer.tokens_encoded - tok0, "files": files,
     }  # fmt: skip
-
-
-def _side_test(agent: Any, env: Any, tasks: Sequence[Any], seed: list[int]) -> list[Any]:
-    """Test episodes in the middle of training that leave training as it was: their own
-    random stream, and the episode's exemplar draws put back afterwards."""
-    rng, shown, decisions = agent.rng, dict(agent._shown), agent.decisions
-    agent.rng = np.random.default_rng(np.random.SeedSequence(seed))
-    try:
-        return [agent.run_episode(env, t, learn=False) for t in tasks]
-    finally:
-        agent.rng, agent._shown, agent.decisions = rng, shown, decisions
 
 
 def agentfly_job(

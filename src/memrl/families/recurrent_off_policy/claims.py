@@ -116,8 +116,7 @@ def _result(cfg: RecurrentOffPolicyParams, runs: Runs, claim: Claim, est, ours, 
     return ClaimResult(
         _claim(claim, cfg), est, ours, comps, budget=_budget(cfg, runs, envs),
         used=Budget(min(steps[e] for e in envs), STEPS),
-        trends=trends(claim.claim_id, comps, series, fractions, claim.higher_is_better,
-                      cfg.bootstrap_reps),
+        trends=trends(claim, comps, series, fractions, cfg.bootstrap_reps),
         trend_note=EVALS, **kw,
     )  # fmt: skip
 
@@ -323,7 +322,7 @@ def ro_7(cfg: RecurrentOffPolicyParams, runs: Runs) -> ClaimResult | None:
             "recurrent SAC-discrete for both agents (paper: DTQN / DQN-GPT-2 / DQN-LSTM)",
         ],
         used=Budget(cfg.tmaze.episodes * min(cfg.tmaze.lengths), STEPS),
-        trends=trends("RO-7", comps, series, tm.checkpoints.iloc[0], True, cfg.bootstrap_reps),
+        trends=trends(RO_7, comps, series, tm.checkpoints.iloc[0], cfg.bootstrap_reps),
         trend_note=EVALS.replace("mean return", "success"),
     )  # fmt: skip
 
