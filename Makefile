@@ -2,6 +2,7 @@
 #   make repro   install into .venv if needed, then `dvc repro` (PROFILE=smoke|default|paper)
 #   make test    install, then lint, unit tests and nbval on every notebook
 #   make lab     JupyterLab on the notebooks, with the project's environment as kernel
+#   make site    results/site/index.html: every claim and notebook, offline (no training)
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 VENV ?= .venv
@@ -16,7 +17,7 @@ export TRANSFORMERS_OFFLINE := 1
 export DVC_NO_ANALYTICS := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install lock data repro test unit nbval lint lab notebooks bench clean-results
+.PHONY: install lock data repro test unit browser site nbval lint lab notebooks bench clean-results
 
 # requirements.lock pins every version (constraints: the resolver has nothing left to search)
 $(STAMP): pyproject.toml requirements.lock
@@ -54,8 +55,22 @@ lint: install
 	$(BIN)/ruff check src tests benchmarks notebooks/*.py
 	$(BIN)/ruff format --check src tests benchmarks notebooks/*.py
 
-unit: data
+unit: data browser
 	$(BIN)/python -m pytest -q tests
+
+# Debian's chromium for the results site's browser check (tests/test_site.py): installed
+# when missing and we are root (CI); otherwise those two tests say they were skipped
+browser:
+	@command -v chromium >/dev/null || test "$$(id -u)" != 0 || \
+		apt-get install -y -q chromium >/dev/null 2>&1 || \
+		{ apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null; }
+
+# The offline results site from the published default results (no training): the
+# notebooks, figures and tables come from the in-repo DVC remote when not here yet
+SITE_STAGES := recurrent_off_policy episodic_control experience_replay llm_memory_rl
+site: install
+	$(BIN)/dvc pull -q $(SITE_STAGES) || echo "dvc pull: some results are not published; the site shows what is here"
+	$(BIN)/python -m memrl.site
 
 nbval: data
 	MEMRL_PROGRESS=0 $(BIN)/python -m pytest -q -p no:cacheprovider --nbval-lax --nbval-current-env \

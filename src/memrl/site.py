@@ -1,0 +1,190 @@
+"""An offline results site: every claim in one table, each family's executed notebook as a
+page, figures inline — nothing loaded from the network.
+
+    python -m memrl.site [results] [--out DIR]      # make site
+
+It reads what the pipeline wrote (``<results>/<family>/claims.json``, the executed
+``<family>.ipynb`` and ``figures/``), never trains, and writes ``<results>/site/``:
+``index.html`` (verdict, coverage, our value and CI, the paper's value, links to the
+claim's figures and its notebook section) and ``<family>.html``. Notebook pages use
+nbconvert's ``basic`` template (cells only, no scripts) inside a page of our own, so no
+CDN is referenced; figures are copied beside the pages; :func:`check` verifies that every
+local link and image resolves and that nothing is loaded from elsewhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import re
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from memrl.families import FAMILIES
+from memrl.report import load_rows, trend_text
+from memrl.runtime import repo_root
+
+CLAIMS_ANCHOR = "Claims"  # the notebooks' "## Claims" heading, as nbconvert ids it
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1200px; color: #222;
+       padding: 0 1rem; line-height: 1.4; }
+table { border-collapse: collapse; width: 100%; font-size: 0.85rem; }
+th, td { border: 1px solid #ccc; padding: 0.3rem 0.5rem; vertical-align: top; text-align: left; }
+th { background: #f3f3f3; position: sticky; top: 0; }
+td.num { white-space: nowrap; font-variant-numeric: tabular-nums; }
+.verdict { font-weight: 600; white-space: nowrap; }
+.v-reproduced { color: #1a7f37; } .v-partially { color: #9a6700; }
+.v-not { color: #cf222e; } .v-inconclusive { color: #6639ba; }
+nav a { margin-right: 1rem; }
+img { max-width: 100%; }
+pre { background: #f6f8fa; padding: 0.5rem; overflow-x: auto; font-size: 0.8rem; }
+.jp-InputPrompt, .jp-OutputPrompt { display: none; }
+"""
+
+
+def page(title: str, body: str, pages: Iterable[str]) -> str:
+    """A page of the site; the navigation links every family page in ``pages``."""
+    links = " ".join(
+        f'<a href="{f.name}.html">{html.escape(f.title)}</a>' for f in FAMILIES if f.name in pages
+    )
+    return (
+        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>"
+        f"<nav><a href='index.html'>All claims</a> {links}</nav>\n{body}\n</body></html>\n"
+    )
+
+
+def _verdict_class(verdict: str) -> str:
+    return "v-" + verdict.split()[0]
+
+
+def _estimate(e: dict[str, Any]) -> str:
+    return f"{e['iqm']:.4g} [{e['ci_low']:.4g}, {e['ci_high']:.4g}]"
+
+
+def index(rows: list[dict[str, Any]], pages: set[str], figures: dict[str, list[str]]) -> str:
+    """The claims table: one row per claim, links to its family's page and figures."""
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    head = ["claim", "paper", "statement", "paper's value", "ours: IQM [95% CI]", "seeds",
+            "regime", "coverage", "trend", "verdict", "notebook and figures"]  # fmt: skip
+    lines = [
+        "<h1>memrl — does memory in RL do what the papers say?</h1>",
+        f"<p>{len(rows)} claims: "
+        + ", ".join(f"{n} {html.escape(v)}" for v, n in counts.items())
+        + ". <em>Ours</em>: interquartile mean over seeds with a 95% stratified-bootstrap "
+        "CI (rliable). <em>Coverage</em>: our budget / the paper's.</p>",
+        "<table><thead><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>",
+    ]
+    for r in rows:
+        fam = r["family"]
+        where = []
+        if fam in pages:
+            where.append(f'<a href="{fam}.html#{CLAIMS_ANCHOR}">notebook</a>')
+        where += [f'<a href="{p}">{Path(p).stem}</a>' for p in figures.get(fam, [])]
+        cells = [
+            f"<strong id='{r['claim_id']}'>{r['claim_id']}</strong>",
+            html.escape(f"{r['paper']} ({r['source']})"),
+            html.escape(r["statement"]),
+            html.escape(r["paper_value"]),
+            f"{html.escape(r['ours_name'])}: <span class='num'>{_estimate(r['ours'])}</span>",
+            str(r["n_seeds"]),
+            r["regime"],
+            html.escape(r["coverage_text"]),
+            html.escape(trend_text(r)),
+            f"<span class='verdict {_verdict_class(r['verdict'])}'>{html.escape(r['verdict'])}</span>",
+            " · ".join(where) or "—",
+        ]
+        lines.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    lines.append("</tbody></table>")
+    return page("memrl — claims", "\n".join(lines), pages)
+
+
+def notebook_page(ipynb: Path, title: str, pages: Iterable[str]) -> str:
+    """An executed notebook as a page: nbconvert's ``basic`` template (no scripts, images
+    as data URIs) in our own shell."""
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    exporter = HTMLExporter(template_name="basic")
+    body, _ = exporter.from_notebook_node(nbformat.read(ipynb, as_version=4))
+    body = re.sub(r"<script\b.*?</script>", "", body, flags=re.S)  # widget state, if any
+    return page(title, body, pages)
+
+
+def build(results: Path, out: Path) -> Path:
+    """Write the site for ``results`` into ``out`` (replaced whole, only once complete)."""
+    from memrl.pipeline import _publish  # folders swapped whole, once complete
+
+    rows = load_rows(results)
+    staging = out.parent / f".{out.name}.staging"
+    shutil.rmtree(staging, ignore_errors=True)
+    tmp = staging / out.name
+    tmp.mkdir(parents=True)
+    try:
+        notebooks = {f.name: results / f.name / f"{f.name}.ipynb" for f in FAMILIES}
+        pages = {name for name, nb in notebooks.items() if nb.is_file()}
+        figures: dict[str, list[str]] = {}
+        for fam in FAMILIES:
+            if fam.name in pages:
+                html_page = notebook_page(notebooks[fam.name], fam.title, pages)
+                (tmp / f"{fam.name}.html").write_text(html_page)
+            src = results / fam.name / "figures"
+            if src.is_dir():
+                dst = tmp / "figures" / fam.name
+                shutil.copytree(src, dst)
+                figures[fam.name] = sorted(
+                    f"figures/{fam.name}/{p.name}" for p in dst.glob("*.png")
+                )
+        (tmp / "index.html").write_text(index(rows, pages, figures))
+        _publish(staging, out.parent)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    problems = check(out)
+    if problems:
+        raise RuntimeError("the site has broken links:\n  " + "\n  ".join(problems))
+    return out / "index.html"
+
+
+_REF = re.compile(r"""\b(src|href)\s*=\s*["']([^"']*)["']""", re.I)
+
+
+def check(site: Path) -> list[str]:
+    """Problems with the site's pages: a local link or image that does not resolve (anchors
+    included), or anything loaded (``src``) from the network. Links out (``href`` to
+    http) are allowed: they are not loaded."""
+    problems = []
+    ids = {p.name: set(re.findall(r"""\bid\s*=\s*["']([^"']+)["']""", p.read_text()))
+           for p in site.glob("*.html")}  # fmt: skip
+    for p in sorted(site.glob("*.html")):
+        for attr, ref in _REF.findall(p.read_text()):
+            if ref.startswith("data:") or (attr.lower() == "href" and ref.startswith(("http://", "https://", "mailto:"))):  # fmt: skip
+                continue
+            if re.match(r"^[a-z]+:|^//", ref, re.I):
+                problems.append(f"{p.name}: {attr}={ref} is loaded from elsewhere")
+                continue
+            path, _, anchor = ref.partition("#")
+            target = (p.parent / path) if path else p
+            if not target.is_file():
+                problems.append(f"{p.name}: {attr}={ref} does not exist")
+            elif anchor and target.suffix == ".html" and anchor not in ids.get(target.name, ()):
+                problems.append(f"{p.name}: {attr}={ref}: no element with id '{anchor}'")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m memrl.site", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    ap.add_argument("results", nargs="?", type=Path, help="results folder (default: results/)")
+    ap.add_argument("--out", type=Path, help="default: <results>/site")
+    a = ap.parse_args(argv)
+    results = a.results or repo_root() / "results"
+    index_html = build(results, a.out or results / "site")
+    print(f"wrote {index_html}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,146 @@
+"""The offline results site: built from fabricated results (no training), checked for
+broken links and network loads, then loaded in headless Chromium with the network cut."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import shutil
+import subprocess
+
+import matplotlib
+import nbformat
+import numpy as np
+import pytest
+
+from memrl.site import build, check
+from memrl.stats.claims import Claim, ClaimResult, Comparison, Estimate
+
+matplotlib.use("Agg")
+FAMILY = "experience_replay"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def _png(path) -> bytes:
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.plot([0, 1, 2], [0, 1, 4], label="a")
+    ax.set(xlabel="env steps", ylabel="return")
+    ax.legend()
+    fig.savefig(path)
+    plt.close(fig)
+    return path.read_bytes()
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    """A results folder as the pipeline leaves it: claims.json, an executed notebook with
+    a figure output and a "## Claims" section, and figures/."""
+    root = tmp_path_factory.mktemp("results")
+    fam = root / FAMILY
+    (fam / "figures").mkdir(parents=True)
+    est = {"a": Estimate(10, 9, 11, 5), "b": Estimate(5, 4, 6, 5)}
+    claim = Claim(FAMILY, "X-1", "Paper 2020", "Fig. 1", "a beats b <early>", "qualitative",
+                  "score", True, regime="final", paper_budget=None)  # fmt: skip
+    row = ClaimResult(claim, est, "a", [Comparison("a", "b")], "10 steps", ["smaller"]).to_row()
+    (fam / "claims.json").write_text(json.dumps([row]))
+    png = _png(fam / "figures" / "claims.png")
+    nb = nbformat.v4.new_notebook()
+    code = nbformat.v4.new_code_cell("plot()")
+    data = {"image/png": base64.b64encode(png).decode(), "text/plain": "<Figure>"}
+    code.outputs = [nbformat.v4.new_output("display_data", data)]
+    nb.cells = [nbformat.v4.new_markdown_cell("# Experience replay"), code,
+                nbformat.v4.new_markdown_cell("## Claims")]  # fmt: skip
+    nbformat.write(nb, fam / f"{FAMILY}.ipynb")
+    return root
+
+
+@pytest.fixture(scope="module")
+def site(results):
+    build(results, results / "site")
+    return results / "site"
+
+
+def test_index_lists_every_claim_with_links_to_notebook_and_figures(site):
+    index = (site / "index.html").read_text()
+    assert "<td><strong id='X-1'>X-1</strong></td>" in index
+    assert "reproduced" in index and "10 [9, 11]" in index
+    assert "a beats b &lt;early&gt;" in index  # claim texts are escaped
+    assert f'href="{FAMILY}.html#Claims"' in index
+    assert f'href="figures/{FAMILY}/claims.png"' in index
+    assert (site / f"{FAMILY}.html").is_file() and (
+        site / "figures" / FAMILY / "claims.png"
+    ).is_file()
+    assert check(site) == []
+
+
+def test_nothing_is_loaded_from_the_network(site):
+    for page in site.glob("*.html"):
+        text = page.read_text()
+        assert not re.search(r"""src\s*=\s*["'](https?:)?//""", text), page.name
+        assert "<script" not in text, page.name
+        assert "@import" not in text and "url(http" not in text, page.name
+
+
+def test_check_finds_broken_links_anchors_and_remote_loads(site, tmp_path):
+    bad = tmp_path / "site"
+    shutil.copytree(site, bad)
+    page = bad / "index.html"
+    page.write_text(page.read_text().replace("</body>",
+        '<a href="gone.html">x</a><a href="index.html#nowhere">y</a>'
+        '<img src="https://cdn.example/x.png"></body>'))  # fmt: skip
+    problems = "\n".join(check(bad))
+    assert "gone.html does not exist" in problems
+    assert "no element with id 'nowhere'" in problems
+    assert "loaded from elsewhere" in problems
+
+
+def test_build_replaces_the_site_whole_and_fails_on_missing_results(results, tmp_path):
+    stale = results / "site" / "stale.html"
+    stale.write_text("old")
+    build(results, results / "site")
+    assert not stale.exists()
+    assert not list(results.glob(".site*"))  # no staging left behind
+    with pytest.raises(FileNotFoundError):
+        build(tmp_path, tmp_path / "site")
+
+
+def _chromium(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+         "--host-resolver-rules=MAP * ~NOTFOUND",  # offline: every host name fails
+         "--enable-logging=stderr", "--v=0", *args],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+@pytest.mark.skipif(
+    CHROMIUM is None, reason="Debian's chromium is not installed (make test installs it)"
+)
+def test_every_page_loads_offline_in_chromium_without_console_errors(site):
+    for page in sorted(site.glob("*.html")):
+        out = _chromium("--dump-dom", page.as_uri())
+        assert out.returncode == 0, out.stderr[-2000:]
+        console = [ln for ln in out.stderr.splitlines() if ":CONSOLE" in ln]
+        assert not console, f"{page.name}: {console}"
+        assert "</table>" in out.stdout if page.name == "index.html" else "Claims" in out.stdout
+
+
+@pytest.mark.skipif(
+    CHROMIUM is None, reason="Debian's chromium is not installed (make test installs it)"
+)
+def test_a_screenshot_of_the_index_shows_the_table(site, tmp_path):
+    from matplotlib.image import imread
+
+    shot = tmp_path / "index.png"
+    out = _chromium(
+        f"--screenshot={shot}", "--window-size=1200,800", (site / "index.html").as_uri()
+    )
+    assert out.returncode == 0 and shot.is_file(), out.stderr[-2000:]
+    pixels = imread(shot)[..., :3]
+    dark = (pixels.mean(-1) < 0.5).mean()  # text and table borders on a white page
+    assert pixels.std() > 0.05 and 0.005 < dark < 0.5
+    rows = np.abs(np.diff(pixels.mean(axis=(1, 2)))) > 0.02  # horizontal rules of the table
+    assert rows.sum() >= 3
