@@ -69,7 +69,7 @@ def test_index_lists_every_claim_with_links_to_notebook_and_figures(site):
     assert "reproduced" in index and "10 [9, 11]" in index
     assert "a beats b &lt;early&gt;" in index  # claim texts are escaped
     assert f'href="{FAMILY}.html#Claims"' in index
-    assert f'href="figures/{FAMILY}/claims.png"' in index
+    assert f'href="figures/{FAMILY}/claims.png">claims figure</a>' in index
     assert (site / f"{FAMILY}.html").is_file() and (
         site / "figures" / FAMILY / "claims.png"
     ).is_file()

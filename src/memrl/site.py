@@ -27,8 +27,9 @@ from memrl.report import load_rows, trend_text
 from memrl.runtime import repo_root
 
 CLAIMS_ANCHOR = "Claims"  # the notebooks' "## Claims" heading, as nbconvert ids it
+CLAIM_FIGURES = ("claims", "trends")  # the figures a claim's row links (its family page has all)
 STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1200px; color: #222;
+body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1500px; color: #222;
        padding: 0 1rem; line-height: 1.4; }
 table { border-collapse: collapse; width: 100%; font-size: 0.85rem; }
 th, td { border: 1px solid #ccc; padding: 0.3rem 0.5rem; vertical-align: top; text-align: left; }
@@ -84,7 +85,9 @@ def index(rows: list[dict[str, Any]], pages: set[str], figures: dict[str, list[s
         where = []
         if fam in pages:
             where.append(f'<a href="{fam}.html#{CLAIMS_ANCHOR}">notebook</a>')
-        where += [f'<a href="{p}">{Path(p).stem}</a>' for p in figures.get(fam, [])]
+        figs = figures.get(fam, [])
+        figs = [f for f in figs if Path(f).stem in CLAIM_FIGURES] or figs
+        where += [f'<a href="{p}">{Path(p).stem} figure</a>' for p in figs]
         cells = [
             f"<strong id='{r['claim_id']}'>{r['claim_id']}</strong>",
             html.escape(f"{r['paper']} ({r['source']})"),
