@@ -79,3 +79,49 @@ def test_linear_schedule_scales_clip_and_lr_with_the_budget_left(monkeypatch, sc
     assert (sb3 if schedule == "constant" else sb3(0.5)) == pytest.approx(
         0.2 if schedule == "constant" else 0.1
     )
+
+
+def test_obs_normaliser_matches_sb3_vec_normalize():
+    """The zoo's normalize (obs only): the same running stats, standardising and clipping as
+    SB3's VecNormalize on the same batches; frozen (update=False) it changes nothing."""
+    import gymnasium as gym
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+
+    vn = VecNormalize(DummyVecEnv([lambda: gym.make("CartPole-v1")] * 3), norm_obs=True,
+                      norm_reward=False)  # fmt: skip
+    ours = lstm_ppo.ObsNormaliser(4)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        batch = rng.normal([0.0, 5.0, -1.0, 100.0], [1.0, 0.1, 3.0, 50.0], (3, 4))
+        vn.obs_rms.update(batch)  # what VecNormalize.step_wait does in training
+        np.testing.assert_allclose(ours(batch, update=True), vn.normalize_obs(batch), rtol=1e-6)
+    mean = ours.rms.mean.copy()
+    ours(np.full((3, 4), 1e6))  # evaluation: frozen
+    np.testing.assert_array_equal(ours.rms.mean, mean)
+    assert ours(np.full((1, 4), 1e6)).max() == 10.0  # clipped as VecNormalize (clip_obs=10)
+    raw = np.ones((2, 4))
+    assert lstm_ppo.ObsNormaliser(4, enabled=False)(raw, update=True) is raw
+
+
+def test_normalised_training_is_deterministic_and_standardises_its_inputs(monkeypatch):
+    from memrl.config import load_family
+    from memrl.envs.registry import make
+
+    p = load_family("recurrent_off_policy", "smoke").rppo.model_copy(update={"normalize_obs": True})
+    seen = []
+    step = lstm_ppo.Branch.step
+
+    def spy(self, obs, start, state):
+        seen.append(obs.numpy().copy())
+        return step(self, obs, start, state)
+
+    def run():
+        return lstm_ppo.train(lambda i: make("memrl/CartPole-P-v1", 5 + i), p, 1024, 5, 2,
+                              eval_env=make("memrl/CartPole-P-v1", 99))  # fmt: skip
+
+    a = run()
+    monkeypatch.setattr(lstm_ppo.Branch, "step", spy)
+    b = run()
+    assert a["episode_returns"] == b["episode_returns"] and a["eval_returns"] == b["eval_returns"]
+    x = np.concatenate(seen[len(seen) // 2 :])  # the later half: the stats have settled
+    assert np.abs(x.mean(0)).max() < 0.5 and 0.5 < x.std(0).min() and x.std(0).max() < 2.0

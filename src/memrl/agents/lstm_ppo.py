@@ -7,6 +7,9 @@ The algorithm and hyperparameters of sb3-contrib's ``RecurrentPPO`` with rl-zoo'
   observation, each followed by a ReLU layer (``net_arch``) and a linear head: action
   logits, state value. No orthogonal init (zoo: ``ortho_init: False``); Adam, eps 1e-5;
   learning rate and clip range constant or, as the zoo, linear to 0 over the budget.
+- **Observations** are standardised as the zoo's ``normalize: True`` (SB3 ``VecNormalize``,
+  observations only): a running mean and variance over every observation the training envs
+  return, ``clip((o - mean) / sqrt(var + 1e-8), +-10)``; evaluation uses the stats frozen.
 - **Rollouts.** ``n_envs`` envs step together for ``n_steps``; the LSTM states carry over
   between rollouts and are zeroed where an episode starts. A time-out (truncation) is
   bootstrapped as SB3 does: ``r += gamma V(o_final)``. Advantages by GAE(``gamma``, ``lambda``).
@@ -29,11 +32,12 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 import torch as th
+from stable_baselines3.common.running_mean_std import RunningMeanStd
 from torch import nn
 from torch.nn import functional as F
 
@@ -124,6 +128,25 @@ class Branch(nn.Module):
         return self.head(out[step_in, piece_of])
 
 
+class ObsNormaliser:
+    """The observation half of SB3's ``VecNormalize`` (the zoo's ``normalize`` with
+    ``norm_obs`` only): ``observe(raw, update=True)`` adds a batch of raw observations
+    (n, d) to the running mean and variance, then returns them standardised and clipped;
+    ``update=False`` (evaluation) uses the stats as they are. Disabled, it passes ``raw``."""
+
+    def __init__(self, dim: int, enabled: bool = True, clip: float = 10.0) -> None:
+        self.rms = RunningMeanStd(shape=(dim,)) if enabled else None
+        self.clip = clip
+
+    def __call__(self, raw: np.ndarray, update: bool = False) -> np.ndarray:
+        if self.rms is None:
+            return raw
+        if update:
+            self.rms.update(raw)
+        out = (raw - self.rms.mean) / np.sqrt(self.rms.var + 1e-8)
+        return np.clip(out, -self.clip, self.clip).astype(np.float32)
+
+
 class Rollout(NamedTuple):
     obs: th.Tensor  # (T, n, obs_dim)
     starts: th.Tensor  # (T, n): an episode starts at this step (state zeroed before it)
@@ -170,11 +193,13 @@ def train(
     opt = th.optim.Adam(params, lr=p.learning_rate, eps=1e-5, fused=True)  # SB3: eps 1e-5
     n, T = p.n_envs, p.n_steps
     seg_per_batch = max(1, p.batch_size // T)
+    observe = ObsNormaliser(obs_dim, p.normalize_obs)
 
     def tensor(x) -> th.Tensor:
         return th.as_tensor(np.asarray(x, dtype=np.float32), device=device)
 
-    obs = np.stack([e.reset(seed=seed + i)[0] for i, e in enumerate(envs)]).reshape(n, -1)
+    raw = np.stack([e.reset(seed=seed + i)[0] for i, e in enumerate(envs)]).reshape(n, -1)
+    obs = observe(raw, update=True)
     start = np.ones(n, np.float32)
     a_state, c_state = actor.initial_state(n, device), critic.initial_state(n, device)
     ep_ret, returns, ends = np.zeros(n), [], []
@@ -197,29 +222,33 @@ def train(
                 buf["logp"].append(dist.log_prob(act).cpu().numpy())
                 buf["values"].append(value[:, 0].cpu().numpy())
                 rewards, next_obs, next_start = np.zeros(n, np.float32), [], np.zeros(n, np.float32)
+                finals = []  # (env, final observation) of time-outs
                 for i, e in enumerate(envs):
                     o_i, r, term, trunc, _ = e.step(int(act[i]))
                     ep_ret[i] += r
                     rewards[i] = r
                     if term or trunc:
-                        if trunc and not term:  # time-out: bootstrap from the final observation
-                            oi = tensor(o_i).reshape(1, -1)
-                            v_final, _ = critic.step(
-                                oi, th.zeros(1, device=device), c_state.select([i])
-                            )
-                            rewards[i] += p.gamma * float(v_final)
+                        if trunc and not term:
+                            finals.append((i, np.asarray(o_i, np.float32).reshape(1, -1)))
                         ends.append(step + n)  # as the SB3 callback: the batch's step count
                         returns.append(float(ep_ret[i]))
                         ep_ret[i] = 0.0
                         o_i, _ = e.reset()
                         next_start[i] = 1.0
                     next_obs.append(np.asarray(o_i, np.float32).reshape(-1))
+                obs, start = observe(np.stack(next_obs), update=True), next_start
+                for i, o_final in finals:  # time-out: bootstrap from the final observation
+                    v_final, _ = critic.step(
+                        tensor(observe(o_final)), th.zeros(1, device=device), c_state.select([i])
+                    )
+                    rewards[i] += p.gamma * float(v_final)
                 buf["rewards"].append(rewards)
-                obs, start = np.stack(next_obs), next_start
                 step += n
                 while checkpoints and step >= checkpoints[0]:
                     checkpoints.pop(0)
-                    checkpoint_returns.append(evaluate(actor, check_env, eval_episodes, device))
+                    checkpoint_returns.append(
+                        evaluate(actor, check_env, eval_episodes, device, observe)
+                    )
             next_value, _ = critic.step(tensor(obs), tensor(start), c_state)
         b = {k: np.asarray(v, np.float32) for k, v in buf.items()}
         starts_next = np.concatenate([b["starts"][1:], start[None]], 0)
@@ -236,7 +265,7 @@ def train(
         for _ in range(p.n_epochs):
             for idx in th.randperm(n).split(seg_per_batch):
                 update(actor, critic, opt, params, ro, idx, p.clip_range * left, p.ent_coef)
-    evals = evaluate(actor, eval_env, eval_episodes, device) if eval_env is not None else []
+    evals = evaluate(actor, eval_env, eval_episodes, device, observe) if eval_env else []
     return {
         "episode_returns": returns,
         "episode_lengths": np.diff([0, *ends]).tolist(),
@@ -271,15 +300,19 @@ def update(
 
 
 @th.no_grad()
-def evaluate(actor: Branch, env: Any, episodes: int, device: str) -> list[float]:
-    """Returns of ``episodes`` greedy (argmax) episodes, each from a zero LSTM state."""
+def evaluate(
+    actor: Branch, env: Any, episodes: int, device: str,
+    observe: Callable[[np.ndarray], np.ndarray] = lambda raw: raw,
+) -> list[float]:  # fmt: skip
+    """Returns of ``episodes`` greedy (argmax) episodes, each from a zero LSTM state;
+    ``observe`` maps raw observations (1, d) to the policy's input (frozen normalisation)."""
     out = []
     for _ in range(episodes):
         obs, _ = env.reset()
         state, start = actor.initial_state(1, device), th.ones(1, device=device)
         total, done = 0.0, False
         while not done:
-            o = th.as_tensor(np.asarray(obs, np.float32).reshape(1, -1), device=device)
+            o = th.as_tensor(observe(np.asarray(obs, np.float32).reshape(1, -1)), device=device)
             logits, state = actor.step(o, start, state)
             start = th.zeros(1, device=device)
             obs, r, term, trunc, _ = env.step(int(logits.argmax()))

@@ -80,6 +80,20 @@ def _scheduled(value: float, schedule: str) -> float | Callable[[float], float]:
     return value if schedule == "constant" else (lambda left: value * left)
 
 
+def _normalised(venv: Any, hp: Any, training: Any = None) -> Any:
+    """``venv`` with observations standardised as the zoo's ``normalize`` (VecNormalize,
+    obs only) when ``hp.normalize_obs``; given the ``training`` env, its running stats are
+    shared and never updated here (evaluation)."""
+    if not hp.normalize_obs:
+        return venv
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    out = VecNormalize(venv, norm_obs=True, norm_reward=False, training=training is None)
+    if training is not None:
+        out.obs_rms = training.obs_rms
+    return out
+
+
 def rppo_train(
     env_id: str, hp: Any, total_steps: int, seed: int, eval_episodes: int,
     eval_at: Sequence[int] = (),
@@ -109,7 +123,7 @@ def rppo_train(
                     returns.append(float(info["episode"]["r"]))
             return True
 
-    venv = make_vec_env(lambda: make(env_id), n_envs=hp.n_envs, seed=seed)
+    venv = _normalised(make_vec_env(lambda: make(env_id), n_envs=hp.n_envs, seed=seed), hp)
     model = RecurrentPPO(
         "MlpLstmPolicy",
         venv,
@@ -132,10 +146,16 @@ def rppo_train(
         device=get_device(),
         verbose=0,
     )
-    check_env = make_vec_env(lambda: make(env_id), n_envs=1, seed=seed + CHECKPOINT_SEED_OFFSET)
+
+    def env(offset: int):  # evaluation: the training stats, frozen
+        return _normalised(
+            make_vec_env(lambda: make(env_id), n_envs=1, seed=seed + offset), hp, venv
+        )
+
+    check_env = env(CHECKPOINT_SEED_OFFSET)
     checks = checkpoint_callback(eval_at, lambda m: evaluate_returns(m, check_env, eval_episodes))
     model.learn(total_steps, callback=[Episodes(), checks])
-    eval_env = make_vec_env(lambda: make(env_id), n_envs=1, seed=seed + EVAL_SEED_OFFSET)
+    eval_env = env(EVAL_SEED_OFFSET)
     return {
         "episode_returns": returns,
         "episode_lengths": np.diff([0, *ends]).tolist(),

@@ -86,6 +86,7 @@ class RecurrentPPOParams(StrictModel):
     lstm_hidden_size: PosInt
     net_arch: list[PosInt] = Field(min_length=1)
     schedule: Literal["constant", "linear"] = "constant"  # lr and clip; zoo: linear to 0
+    normalize_obs: bool = False  # zoo: normalize (VecNormalize, observations only)
 
 
 class ROEnvParams(StrictModel):
