@@ -94,3 +94,4 @@ bench: install
 	$(BIN)/python benchmarks/ffm_vs_gru.py
 	$(BIN)/python benchmarks/recurrent_sac.py
 	$(BIN)/python benchmarks/lstm_ppo.py
+	$(BIN)/python benchmarks/seeds_per_process.py

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import time
+import warnings
 from collections.abc import Callable
 
 SEEDS = 5
@@ -170,8 +171,10 @@ def levers(n: int) -> None:
     show("LSTM-64 forward+backward, 1 seed (fused nn.LSTM, oneDNN)", lstm1, 1, lstm1)
     show(f"  {SEEDS} seeds, one set of weights (fused, batch 80)", timed(fused_lstm(16 * SEEDS), n), SEEDS, lstm1)  # fmt: skip
     show(f"  {SEEDS} seeds, own weights grouped with bmm", timed(grouped_lstm(SEEDS), n // 2), SEEDS, lstm1)  # fmt: skip
-    with th.backends.mkldnn.flags(enabled=False):
-        show("  1 seed, fused nn.LSTM without oneDNN", timed(fused_lstm(16), n), 1, lstm1)
+    with warnings.catch_warnings():  # oneDNN's flags warn about TF32 on Intel GPUs
+        warnings.simplefilter("ignore")
+        with th.backends.mkldnn.flags(enabled=False):
+            show("  1 seed, fused nn.LSTM without oneDNN", timed(fused_lstm(16), n), 1, lstm1)
     mlp1 = timed(mlp_critic(1), n)
     show("SB3-sized SAC critic step, 1 seed (2 Q nets 64x64, batch 256)", mlp1, 1, mlp1)
     show(f"  {SEEDS} seeds stacked with bmm", timed(mlp_critic(SEEDS), n), SEEDS, mlp1)
