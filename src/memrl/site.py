@@ -25,6 +25,7 @@ from typing import Any
 from memrl.families import FAMILIES
 from memrl.report import load_rows, trend_text
 from memrl.runtime import repo_root
+from memrl.stats.claims import VERDICTS
 
 CLAIMS_ANCHOR = "Claims"  # the notebooks' "## Claims" heading, as nbconvert ids it
 CLAIM_FIGURES = ("claims", "trends")  # the figures a claim's row links (its family page has all)
@@ -67,9 +68,7 @@ def _estimate(e: dict[str, Any]) -> str:
 
 def index(rows: list[dict[str, Any]], pages: set[str], figures: dict[str, list[str]]) -> str:
     """The claims table: one row per claim, links to its family's page and figures."""
-    counts: dict[str, int] = {}
-    for r in rows:
-        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    counts = {v: n for v in VERDICTS if (n := sum(r["verdict"] == v for r in rows))}
     head = ["claim", "paper", "statement", "paper's value", "ours: IQM [95% CI]", "seeds",
             "regime", "coverage", "trend", "verdict", "notebook and figures"]  # fmt: skip
     lines = [
@@ -160,10 +159,12 @@ def check(site: Path) -> list[str]:
     included), or anything loaded (``src``) from the network. Links out (``href`` to
     http) are allowed: they are not loaded."""
     problems = []
-    ids = {p.name: set(re.findall(r"""\bid\s*=\s*["']([^"']+)["']""", p.read_text()))
-           for p in site.glob("*.html")}  # fmt: skip
-    for p in sorted(site.glob("*.html")):
-        for attr, ref in _REF.findall(p.read_text()):
+    texts = {p.name: p.read_text() for p in sorted(site.glob("*.html"))}
+    ids = {name: set(re.findall(r"""\bid\s*=\s*["']([^"']+)["']""", text))
+           for name, text in texts.items()}  # fmt: skip
+    for name, text in texts.items():
+        p = site / name
+        for attr, ref in _REF.findall(text):
             if ref.startswith("data:") or (attr.lower() == "href" and ref.startswith(("http://", "https://", "mailto:"))):  # fmt: skip
                 continue
             if re.match(r"^[a-z]+:|^//", ref, re.I):

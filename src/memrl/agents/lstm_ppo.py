@@ -265,7 +265,9 @@ def train(
         for _ in range(p.n_epochs):
             for idx in th.randperm(n).split(seg_per_batch):
                 update(actor, critic, opt, params, ro, idx, p.clip_range * left, p.ent_coef)
-    evals = evaluate(actor, eval_env, eval_episodes, device, observe) if eval_env else []
+    evals = []
+    if eval_env is not None:
+        evals = evaluate(actor, eval_env, eval_episodes, device, observe)
     return {
         "episode_returns": returns,
         "episode_lengths": np.diff([0, *ends]).tolist(),
