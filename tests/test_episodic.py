@@ -136,3 +136,22 @@ def test_signed_zero_keys_are_one_key():
     i = m.write(np.array([-0.0, 1.0]), 1.0)
     assert m.write(np.array([0.0, 1.0]), 2.0) == i and len(m) == 1
     assert m.estimate(np.array([[-0.0, 1.0]]))[0] == 2.0
+
+
+@pytest.mark.parametrize("radius", [0.0, 0.5])
+def test_a_saved_table_loads_and_behaves_exactly_as_the_original(tmp_path, radius):
+    rng = np.random.default_rng(0)
+    table = EpisodicMemory(capacity=20, dim=3, k=4, merge_radius=radius)
+    for _ in range(40):  # past capacity: evictions and (with a radius) merges
+        table.write(rng.normal(size=3).round(1), float(rng.normal()))
+    table.estimate(rng.normal(size=(5, 3)))
+    path = table.save(tmp_path / "mfec.npz")
+    copy = EpisodicMemory.load(path)
+    assert (copy.capacity, copy.dim, copy.k, copy.merge_radius, len(copy)) == (
+        20, 3, 4, radius, len(table))  # fmt: skip
+    for _ in range(30):  # the same reads and writes give the same answers and slots
+        q, key, v = rng.normal(size=(4, 3)), rng.normal(size=3).round(1), float(rng.normal())
+        np.testing.assert_array_equal(copy.estimate(q), table.estimate(q))
+        assert copy.write(key, v) == table.write(key, v)
+    np.testing.assert_array_equal(copy.values, table.values)
+    assert copy.scanned == table.scanned

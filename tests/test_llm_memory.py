@@ -330,3 +330,13 @@ def test_case_agent_writes_cases_back(shop, scorer):
     assert bank.cases[0].reward == res.reward
     agent.run_episode(env, splits["test"][1], learn=False)
     assert len(bank) == 1
+
+
+def test_load_model_takes_a_dtype():
+    assert next(load_model("tiny-random").model.parameters()).dtype == th.float32
+    half = load_model("tiny-random", dtype="bfloat16")
+    assert next(half.model.parameters()).dtype == th.bfloat16
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        load_model("tiny-random", dtype="int8")
+    with pytest.raises(ConfigError, match="dtype"):
+        load_family("llm_memory_rl", "smoke", overrides={"llm.dtype": "fp8"})

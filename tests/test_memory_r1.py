@@ -188,3 +188,19 @@ def test_reward_asks_about_the_memory_an_operation_would_touch(splits, embed):
     qs = mr1.reward_questions(b, bank, [0], key_of, {a.key: a.probe, b.key: b.probe})
     assert qs == [b.probe, a.probe]  # overwriting a's memory would now cost
     assert mr1.reward_questions(b, bank, [], key_of, {a.key: a.probe}) == [b.probe]
+
+
+def test_a_saved_manager_policy_loads_with_its_sizes(tmp_path):
+    th.manual_seed(0)
+    policy = mr1.ManagerPolicy(dim=6, k=3, hidden=8)
+    x, mask = th.randn(2, 3, 19), th.tensor([[True, True, False], [True, False, False]])
+    policy.save(tmp_path / "grpo.pt")
+    loaded = mr1.ManagerPolicy.load(tmp_path / "grpo.pt")
+    assert (loaded.dim, loaded.k, loaded.hidden, loaded.training) == (6, 3, 8, False)
+    th.testing.assert_close(loaded(x, mask), policy(x, mask))
+    # a bare state_dict (how the runs before ManagerPolicy.save stored it) needs k
+    th.save(policy.state_dict(), tmp_path / "bare.pt")
+    with pytest.raises(ValueError, match="related_k"):
+        mr1.ManagerPolicy.load(tmp_path / "bare.pt")
+    th.testing.assert_close(mr1.ManagerPolicy.load(tmp_path / "bare.pt", k=3)(x, mask),
+                            policy(x, mask))  # fmt: skip

@@ -72,3 +72,19 @@ def test_popgym_tasks_give_flat_float_observations(task):
         assert obs.shape == env.observation_space.shape
         total, done, steps = total + r, term or trunc, steps + 1
     assert -1.0 - 1e-6 <= total <= 1.0 + 1e-6 and steps > 1  # POPGym scales returns to [-1, 1]
+
+
+def test_import_memrl_registers_its_gymnasium_ids():
+    """In a fresh interpreter (other tests registered them already): `import memrl` suffices."""
+    import subprocess
+    import sys
+
+    code = (
+        "import gymnasium as gym, memrl\n"
+        "for i in ('memrl/Pendulum-V-v1', 'memrl/PassiveTMaze-v0', "
+        "'popgym/PositionOnlyCartPoleEasy-v0'):\n"
+        "    gym.make(i).reset(seed=0)\n"
+        "print('ok')"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/")
+    assert res.stdout.strip() == "ok", res.stderr

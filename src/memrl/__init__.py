@@ -1,0 +1,15 @@
+"""memrl: does memory in RL do what the papers say?
+
+Importing the package registers its gymnasium ids (``memrl/Pendulum-V-v1``,
+``memrl/PassiveTMaze-v0``, ``popgym/<Task>-v0`` ...), so ``gym.make`` finds them after
+``import memrl``; MinAtar's ids are registered by :func:`memrl.envs.registry.make`.
+"""
+
+try:
+    import gymnasium  # noqa: F401  (a dependency; absent only in a bare checkout)
+except ImportError:  # pragma: no cover
+    pass
+else:
+    from memrl.envs.pomdp import register as _register_envs
+
+    _register_envs()

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
@@ -193,7 +194,7 @@ class ManagerPolicy(nn.Module):
 
     def __init__(self, dim: int, k: int, hidden: int = 64):
         super().__init__()
-        self.k = k
+        self.dim, self.k, self.hidden = dim, k, hidden
         self.net = nn.Sequential(
             nn.Linear(3 * dim + 1, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(),
             nn.Linear(hidden, 4),
@@ -206,6 +207,29 @@ class ManagerPolicy(nn.Module):
         upd = out[..., 2].masked_fill(~mask, neg)
         dele = out[..., 3].masked_fill(~mask, neg)
         return th.cat([out[:, 0, :2], upd, dele], dim=1)
+
+    def save(self, path: str | Path) -> None:
+        """Write the policy with its sizes (``th.save``), so :meth:`load` needs nothing else."""
+        th.save({"dim": self.dim, "k": self.k, "hidden": self.hidden,
+                 "state_dict": self.state_dict()}, path)  # fmt: skip
+
+    @classmethod
+    def load(cls, path: str | Path, k: int | None = None) -> ManagerPolicy:
+        """A saved policy, in eval mode. Files written before :meth:`save` existed hold the
+        bare ``state_dict``: the sizes come from its weights, ``k`` (the related memories it
+        was trained with, ``memory_r1.related_k`` in params.yaml) must be given."""
+        saved = th.load(path, map_location="cpu", weights_only=True)
+        if "state_dict" in saved:
+            dim, k, hidden, state = saved["dim"], saved["k"], saved["hidden"], saved["state_dict"]
+        elif k is None:
+            raise ValueError(f"{path} holds a bare state_dict: pass k (memory_r1.related_k)")
+        else:
+            state = saved
+            hidden, width = state["net.0.weight"].shape
+            dim = (width - 1) // 3
+        policy = cls(dim, k, hidden)
+        policy.load_state_dict(state)
+        return policy.eval()
 
 
 def features(bank: MemoryBank, fact: str, k: int) -> tuple[np.ndarray, np.ndarray, list[int]]:

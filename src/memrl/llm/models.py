@@ -144,21 +144,33 @@ def tiny_random_model(seed: int = 0):
         return GPT2LMHeadModel(cfg)
 
 
-def load_model(spec: str, device: str = "auto", seed: int = 0) -> LoadedModel:
-    """Load the causal LM named by ``spec`` (see the module docstring), in eval mode."""
+DTYPES = ("float32", "bfloat16", "float16")
+
+
+def load_model(
+    spec: str, device: str = "auto", seed: int = 0, dtype: str = "float32"
+) -> LoadedModel:
+    """Load the causal LM named by ``spec`` (see the module docstring), in eval mode.
+
+    :param dtype: the weights' dtype: ``float32`` (default; what CPUs compute fastest here),
+        or ``bfloat16``/``float16`` to halve a large model's memory on a GPU (a 7B model:
+        ~14 GB instead of ~28 GB per worker)
+    """
     import torch as th
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     dev = get_device(device)
     if not isinstance(spec, str) or not spec:
         raise TypeError(f"model spec must be a non-empty string, got {spec!r}")
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
     if spec == "tiny-random":
         model, tok = tiny_random_model(seed), byte_tokenizer()
     else:
         path = _converted_smollm2() if spec == "smollm2" else spec
         try:
             tok = AutoTokenizer.from_pretrained(path)
-            model = AutoModelForCausalLM.from_pretrained(path, dtype=th.float32)
+            model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(th, dtype))
         except OSError as err:
             raise ModelNotFoundError(
                 f"model '{spec}' is not on this machine and nothing is downloaded at run time "
@@ -167,5 +179,5 @@ def load_model(spec: str, device: str = "auto", seed: int = 0) -> LoadedModel:
             ) from err
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
-    model.to(dev).eval()
+    model.to(device=dev, dtype=getattr(th, dtype)).eval()
     return LoadedModel(model, tok, spec, dev)

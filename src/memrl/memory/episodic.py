@@ -14,7 +14,10 @@ Exact matches are found through a hash of the key's bytes (O(1), no distance
 computed); the kNN search keeps all keys in one preallocated array with their
 squared norms cached, so a batch of lookups is one matrix product plus
 ``argpartition``. Nothing is rebuilt on insert (the common public MFEC rebuilds
-a KD-tree on every write; see ``benchmarks/episodic_knn.py``).
+a KD-tree on every write; ``benchmarks/episodic_control.py`` measures both).
+
+:meth:`EpisodicMemory.save` and :meth:`EpisodicMemory.load` keep a table in one ``.npz``
+file: a loaded table answers, merges and evicts exactly as the saved one would have.
 
 ``scanned`` counts the stored keys compared against queries: a deterministic
 measure of lookup cost (wall-clock time is reported separately).
@@ -22,9 +25,12 @@ measure of lookup cost (wall-clock time is reported separately).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from memrl.memory.slots import LRUSlots
+from memrl.runtime import atomic_path
 
 
 class EpisodicMemory:
@@ -134,3 +140,31 @@ class EpisodicMemory:
         self.slots.touch(i, now)
         self.slots.bind(raw, i)
         return i
+
+    def save(self, path: str | Path) -> Path:
+        """Write the table to ``path`` (``.npz``, atomically: an interrupted save leaves the
+        last one): its settings, stored keys and values, and the LRU and exact-match state."""
+        path = Path(path)
+        arrays = {f"slots_{k}": v for k, v in self.slots.state().items()}
+        settings = [self.capacity, self.dim, self.k, self.merge_radius, self.scanned]
+        with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+            np.savez(fh, settings=np.array(settings, dtype=np.float64),
+                     keys=self.keys[: self.size], sq_norms=self.sq_norms[: self.size],
+                     values=self.values[: self.size], **arrays)  # fmt: skip
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> EpisodicMemory:
+        """A table saved by :meth:`save`."""
+        with np.load(path) as f:
+            capacity, dim, k, radius, scanned = f["settings"].tolist()
+            table = cls(int(capacity), int(dim), int(k), radius)
+            n = len(f["keys"])
+            table.keys[:n], table.sq_norms[:n], table.values[:n] = (
+                f["keys"],
+                f["sq_norms"],
+                f["values"],
+            )
+            table.slots.restore({k[6:]: f[k] for k in f.files if k.startswith("slots_")})
+            table.scanned = int(scanned)
+        return table

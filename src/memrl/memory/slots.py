@@ -50,3 +50,26 @@ class LRUSlots:
             if self._slot.get(raw) == slot:  # a byte string may have been rebound since
                 del self._slot[raw]
         return slot
+
+    def state(self) -> dict[str, np.ndarray]:
+        """Arrays that :meth:`restore` turns back into this bookkeeping: the used slots'
+        times, the clock, and every key byte string bound to a slot."""
+        raws, slots = list(self._slot), list(self._slot.values())
+        width = len(raws[0]) if raws else 0
+        return {
+            "last_used": self.last_used[: self.size].copy(),
+            "clock": np.array(self._clock),
+            "bound_keys": np.frombuffer(b"".join(raws), np.uint8).reshape(len(raws), width),
+            "bound_slots": np.array(slots, dtype=np.int64),
+        }
+
+    def restore(self, state: dict[str, np.ndarray]) -> None:
+        """Take the bookkeeping :meth:`state` returned (into an empty instance)."""
+        self.size = len(state["last_used"])
+        if self.size > self.capacity:
+            raise ValueError(f"{self.size} slots saved, capacity is {self.capacity}")
+        self.last_used[: self.size] = state["last_used"]
+        self._clock = int(state["clock"])
+        self._slot, self._owned = {}, {}
+        for raw, slot in zip(state["bound_keys"], state["bound_slots"], strict=True):
+            self.bind(raw.tobytes(), int(slot))

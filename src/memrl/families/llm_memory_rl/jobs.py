@@ -46,12 +46,12 @@ MR1_DETERMINISTIC = ("add_only", "heuristic", "prompted")
 
 # =========================================================================== resources
 @lru_cache(maxsize=1)
-def _scorer(model: str, device: str):
+def _scorer(model: str, device: str, dtype: str):
     """One scorer per worker process (the model loads once and serves every job)."""
     from memrl.llm.models import load_model
     from memrl.llm.scoring import LLMScorer
 
-    return LLMScorer(load_model(model, device))
+    return LLMScorer(load_model(model, device, dtype=dtype))
 
 
 @lru_cache(maxsize=1)
@@ -107,7 +107,7 @@ def _setup(llm: Any, shop: Any, shop_data: Any, run: int, salt: int):
     rng = np.random.default_rng(np.random.SeedSequence([run, salt]))
     products, splits = load_tasks(shop_data)
     env = ShopEnv(products, shop.max_steps, shop.n_results)
-    return rng, splits, env, _scorer(llm.model, llm.device), _embedder(llm.embedder)
+    return rng, splits, env, _scorer(llm.model, llm.device, llm.dtype), _embedder(llm.embedder)
 
 
 # =========================================================================== one run
@@ -224,7 +224,7 @@ def memory_r1_job(
     llm, hp = _ns(llm), _ns(memory_r1)
     splits = load_dialogues(_ns(dialogue_data))
     test = splits["test"][: hp.test_conversations]
-    scorer, embedder = _scorer(llm.model, llm.device), _embedder(llm.embedder)
+    scorer, embedder = _scorer(llm.model, llm.device, llm.dtype), _embedder(llm.embedder)
     tok0 = scorer.tokens_encoded
     answerer = mr1.AnswerAgent(scorer, hp.answer_k)
     history: list[dict] = []
@@ -237,8 +237,6 @@ def memory_r1_job(
     elif condition == "prompted":
         manager = mr1.PromptedManager(scorer, hp.related_k)
     else:
-        import torch as th
-
         policy = mr1.ManagerPolicy(embedder.embed(["x"]).shape[1], hp.related_k, hp.hidden)
         grpo = mr1.GRPOConfig(hp.epochs, hp.group, hp.probes, hp.learning_rate, hp.clip,
                               hp.update_epochs, hp.beta)  # fmt: skip
@@ -252,7 +250,7 @@ def memory_r1_job(
                                  checkpoint=halfway)  # fmt: skip
         manager = mr1.RLManager(policy)
         name = f"memory_r1-grpo-run{run}.pt"
-        files[name] = _saved(lambda p: th.save(policy.state_dict(), p), name)
+        files[name] = _saved(policy.save, name)
     train_calls = answerer.calls
     rows, ops = mr1.evaluate(manager, test, answerer, embedder.embed)
     q, o = pd.DataFrame(rows), pd.DataFrame(ops)

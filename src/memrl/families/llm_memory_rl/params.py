@@ -21,6 +21,7 @@ class LLMParams(StrictModel):
 
     model: str = Field(min_length=1)  # smollm2 | tiny-random | local folder | HF id in the cache
     device: str = "auto"
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"  # weights' dtype once loaded
     temperature: Annotated[float, Field(ge=0)]  # softmax over candidate log-likelihoods
     embedder: Literal["minilm", "hashing"]
 
