@@ -2,14 +2,14 @@
 #   make repro   install into .venv if needed, then `dvc repro` (PROFILE=smoke|default|paper)
 #   make test    install, then lint, unit tests and nbval on every notebook
 #   make lab     JupyterLab on the notebooks, with the project's environment as kernel
-#   make site    results/site/index.html: every claim and notebook, offline (no training)
+#   make site    results/<profile>/site/index.html: every claim and notebook, offline (no training)
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.memrl-installed
-PROFILE ?=
+PROFILE ?= default
 
 export PATH := $(abspath $(BIN)):$(PATH)
 export HF_HUB_OFFLINE := 1
@@ -17,7 +17,7 @@ export TRANSFORMERS_OFFLINE := 1
 export DVC_NO_ANALYTICS := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install lock data repro test unit browser site nbval lint lab notebooks bench clean-results
+.PHONY: install lock data profile repro test unit browser site nbval lint lab notebooks bench
 
 # requirements.lock pins every version (constraints: the resolver has nothing left to search)
 CONSTRAINTS ?= -c requirements.lock
@@ -41,14 +41,15 @@ lock:
 data: install
 	$(BIN)/python -m memrl.data ensure
 
-repro: data
-	$(BIN)/python -c "from memrl.config import validate_all; validate_all()"
-ifeq ($(PROFILE),)
-	exec $(BIN)/python -m memrl.pipeline repro
-else
-	$(BIN)/dvc exp run -S profile=$(PROFILE)
-endif
-	@echo "report: results/REPORT.md"
+# an unknown PROFILE fails here, in a fraction of a second, before anything is installed or
+# written; the pipeline then validates the profile's parameters (and models) before DVC starts
+profile:
+	@$(PYTHON) src/memrl/profiles.py '$(PROFILE)'
+
+# each profile has its own pipeline and results tree (results/$(PROFILE)/): params.yaml is
+# never rewritten and a smoke run never touches the default results
+repro: profile data
+	exec $(BIN)/python -m memrl.pipeline repro --profile $(PROFILE)
 
 lint: install
 	$(BIN)/ruff check src tests benchmarks notebooks/*.py
@@ -64,12 +65,14 @@ browser:
 		apt-get install -y -q chromium >/dev/null 2>&1 || \
 		{ apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null; }
 
-# The offline results site from the published default results (no training): the
-# notebooks, figures and tables come from the in-repo DVC remote when not here yet
+# The offline results site of a profile (no training). The default profile's results are
+# published: its notebooks, figures and tables come from the in-repo DVC remote when not here yet
 SITE_STAGES := recurrent_off_policy episodic_control experience_replay llm_memory_rl
-site: install
+site: profile install
+ifeq ($(PROFILE),default)
 	$(BIN)/dvc pull -q $(SITE_STAGES) || echo "dvc pull: some results are not published; the site shows what is here"
-	$(BIN)/python -m memrl.site
+endif
+	$(BIN)/python -m memrl.site results/$(PROFILE)
 
 nbval: data
 	MEMRL_PROGRESS=0 $(BIN)/python -m pytest -q -p no:cacheprovider --nbval-lax --nbval-current-env \

@@ -46,6 +46,13 @@
 profile = "smoke"  # smoke | default | paper (see params.yaml)
 output_dir = ""  # "" writes to a scratch folder; the DVC stage passes its staging folder
 runs_dir = ""  # "" runs the jobs here (stored ones reused); the DVC stage passes its run store
+overrides = {}  # this run's changes to params.yaml, validated like it: {"seeds": 3}
+
+# %%
+from memrl.nbtools import check_parameters
+
+# papermill only warns about an undeclared parameter: fail instead, naming it
+check_parameters(globals(), ("profile", "output_dir", "runs_dir", "overrides"))
 
 # %%
 import matplotlib.pyplot as plt
@@ -60,7 +67,7 @@ from memrl.results import budget_table, claims_table, save_claims, save_figure, 
 from memrl.results import output_dir as resolve_output
 from memrl.stats.curves import iqm_curves
 
-cfg = load_family("episodic_control", profile)  # validates every value before any run
+cfg = load_family("episodic_control", profile, overrides=overrides)  # every value checked first
 out = resolve_output(output_dir)
 print(f"profile={profile}  seeds={cfg.seeds}")
 for e in cfg.envs:
@@ -74,7 +81,7 @@ for e in cfg.envs:
 
 # %%
 envs = [short_env(e.env_id) for e in cfg.envs]
-runs = tables.load(load_results("episodic_control", profile, runs_dir), envs)
+runs = tables.load(load_results("episodic_control", profile, runs_dir, overrides), envs)
 runs[["env", "method", "seed", "episodes", "early_return", "late_return", "memory_size"]].head(12)
 
 # %% [markdown]

@@ -35,6 +35,13 @@
 profile = "smoke"  # smoke | default | paper (see params.yaml)
 output_dir = ""  # "" writes to a scratch folder; the DVC stage passes its staging folder
 runs_dir = ""  # "" runs the jobs here (stored ones reused); the DVC stage passes its run store
+overrides = {}  # this run's changes to params.yaml, validated like it: {"seeds": 3}
+
+# %%
+from memrl.nbtools import check_parameters
+
+# papermill only warns about an undeclared parameter: fail instead, naming it
+check_parameters(globals(), ("profile", "output_dir", "runs_dir", "overrides"))
 
 # %%
 import matplotlib.pyplot as plt
@@ -57,10 +64,10 @@ from memrl.results import (
     output_dir as resolve_output,
 )
 
-cfg = load_family("experience_replay", profile)  # validates every value before any run
+cfg = load_family("experience_replay", profile, overrides=overrides)  # every value checked first
 out = resolve_output(output_dir)
 print(f"profile={profile}  seeds={cfg.seeds}")
-results = tables.load(load_results("experience_replay", profile, runs_dir))
+results = tables.load(load_results("experience_replay", profile, runs_dir, overrides))
 
 # %% [markdown]
 # ## 1. Tabular Q-learning with experience replay (Szlak & Shamir 2021)

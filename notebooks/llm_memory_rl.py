@@ -57,6 +57,13 @@
 profile = "smoke"  # smoke | default | paper (see params.yaml)
 output_dir = ""  # "" writes to a scratch folder; the DVC stage passes its staging folder
 runs_dir = ""  # "" runs the jobs here (stored ones reused); the DVC stage passes its run store
+overrides = {}  # this run's changes to params.yaml, validated like it: {"seeds": 3}
+
+# %%
+from memrl.nbtools import check_parameters
+
+# papermill only warns about an undeclared parameter: fail instead, naming it
+check_parameters(globals(), ("profile", "output_dir", "runs_dir", "overrides"))
 
 # %%
 import matplotlib.pyplot as plt
@@ -73,7 +80,7 @@ from memrl.results import budget_table, claims_table, save_claims, save_figure, 
 from memrl.results import output_dir as resolve_output
 from memrl.runtime import repo_root
 
-cfg = load_family("llm_memory_rl", profile)  # validates every value before any run
+cfg = load_family("llm_memory_rl", profile, overrides=overrides)  # every value checked first
 out = resolve_output(output_dir)
 products, splits = load_shop(repo_root() / cfg.shop_data.path)
 dialogues = load_dialogues(repo_root() / cfg.dialogue_data.path)
@@ -98,7 +105,7 @@ print("dialogues: " + ", ".join(
 # managers as `.pt`); `files_dir` says where.
 
 # %%
-runs, fly, mr1 = tables.load(cfg, load_results("llm_memory_rl", profile, runs_dir))
+runs, fly, mr1 = tables.load(cfg, load_results("llm_memory_rl", profile, runs_dir, overrides))
 runs[["condition", "run", "init_memory", "train_set", "test_success", "test_score",
       "memory_records", "decisions", "seconds"]]  # fmt: skip
 

@@ -47,6 +47,13 @@
 profile = "smoke"  # smoke | default | paper (see params.yaml)
 output_dir = ""  # "" writes to a scratch folder; the DVC stage passes its staging folder
 runs_dir = ""  # "" runs the jobs here (stored ones reused); the DVC stage passes its run store
+overrides = {}  # this run's changes to params.yaml, validated like it: {"seeds": 3}
+
+# %%
+from memrl.nbtools import check_parameters
+
+# papermill only warns about an undeclared parameter: fail instead, naming it
+check_parameters(globals(), ("profile", "output_dir", "runs_dir", "overrides"))
 
 # %%
 import matplotlib.pyplot as plt
@@ -61,7 +68,7 @@ from memrl.results import budget_table, claims_table, save_claims, save_figure, 
 from memrl.results import output_dir as resolve_output
 from memrl.stats.curves import iqm_curves
 
-cfg = load_family("recurrent_off_policy", profile)  # validates every value before any run
+cfg = load_family("recurrent_off_policy", profile, overrides=overrides)  # every value checked first
 out = resolve_output(output_dir)
 print(f"profile={profile}  seeds={cfg.seeds}")
 for e in cfg.envs:
@@ -77,7 +84,7 @@ print(f"  T-Maze lengths {cfg.tmaze.lengths}, {cfg.tmaze.episodes} episodes each
 
 # %%
 envs = [short_env(e.env_id) for e in cfg.envs]
-runs = tables.load(load_results("recurrent_off_policy", profile, runs_dir), envs)
+runs = tables.load(load_results("recurrent_off_policy", profile, runs_dir, overrides), envs)
 runs.main[["env", "method", "seed", "episodes", "eval_return", "late_train_return"]].head(12)
 
 # %% [markdown]

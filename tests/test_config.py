@@ -1,7 +1,15 @@
 import pytest
 import yaml
 
-from memrl.config import ConfigError, families, load_family, read_params, validate_all
+from memrl.config import (
+    ConfigError,
+    apply_overrides,
+    families,
+    load_family,
+    load_profile,
+    read_params,
+    validate_all,
+)
 from memrl.runtime import repo_root
 
 
@@ -26,7 +34,7 @@ def test_every_family_in_params_has_a_schema_module_and_stages():
     """A family is a ``memrl/families/<family>/params.py`` schema, a params.yaml section and
     two DVC stages (its runs, then its notebook)."""
     raw = read_params()
-    sections = {k for k in raw if k not in ("profile", "runtime")}
+    sections = {k for k in raw if k != "runtime"}
     assert set(families()) == sections
     stages = yaml.safe_load((repo_root() / "dvc.yaml").read_text())["stages"]
     for fam in families():
@@ -55,7 +63,8 @@ def test_every_family_in_params_has_a_schema_module_and_stages():
             lambda r: r["experience_replay"]["smoke"]["per_dqn"].update(total_timesteps=500),
             "learning_starts",
         ),
-        (lambda r: r.update(profile="huge"), "unknown profile"),
+        (lambda r: r.update(profile="smoke"), "names a profile"),  # chosen per run, not here
+        (lambda r: r.update(experience_replays={}), "unknown top-level keys"),
         (
             lambda r: r["experience_replay"]["default"]["rae"].update(env_id="Pendulum-v9"),
             "unknown gymnasium env 'Pendulum-v9'",
@@ -72,3 +81,41 @@ def test_bad_values_fail_before_training(params_with, mutate, message):
 def test_missing_file(tmp_path):
     with pytest.raises(ConfigError, match="not found"):
         load_family("experience_replay", "smoke", tmp_path / "none.yaml")
+
+
+def test_every_failing_family_is_named_at_once(params_with):
+    def two_bad(r):
+        r["experience_replay"]["smoke"].update(seeds=0)
+        r["episodic_control"]["smoke"].update(seeds="two")
+
+    path = params_with(two_bad)
+    with pytest.raises(ConfigError) as err:
+        load_profile("smoke", path)
+    assert "'experience_replay'" in str(err.value) and "'episodic_control'" in str(err.value)
+
+
+def test_overrides_take_dotted_or_nested_keys_and_list_indices():
+    base = {"seeds": 5, "per_dqn": {"total_timesteps": 100, "dqn": {"gamma": 0.99}},
+            "envs": [{"steps": 1}, {"steps": 2}]}  # fmt: skip
+    out = apply_overrides(base, {"seeds": 3, "per_dqn.dqn.gamma": 0.9, "envs.1.steps": 7,
+                                 "per_dqn": {"total_timesteps": 50}})  # fmt: skip
+    assert out == {"seeds": 3, "per_dqn": {"total_timesteps": 50, "dqn": {"gamma": 0.9}},
+                   "envs": [{"steps": 1}, {"steps": 7}]}  # fmt: skip
+    assert base["per_dqn"]["dqn"]["gamma"] == 0.99  # the base is not changed
+    with pytest.raises(ConfigError, match="envs has 2 items"):
+        apply_overrides(base, {"envs.5.steps": 1})
+    with pytest.raises(ConfigError, match="seeds is a value"):
+        apply_overrides(base, {"seeds.x": 1})
+
+
+def test_overrides_are_validated_like_params_yaml():
+    cfg = load_family("experience_replay", "smoke", overrides={"seeds": 3,
+                      "per_dqn.total_timesteps": 20000})  # fmt: skip
+    assert cfg.seeds == 3 and cfg.per_dqn.total_timesteps == 20000
+    assert load_family("experience_replay", "smoke", overrides="{seeds: 4}").seeds == 4  # text
+    with pytest.raises(ConfigError, match=r"(?s)smoke \+ overrides.*per_dqn.typo"):
+        load_family("experience_replay", "smoke", overrides={"per_dqn.typo": 1})
+    with pytest.raises(ConfigError, match="experience_replay.seeds"):
+        load_family("experience_replay", "smoke", overrides={"seeds": "many"})
+    with pytest.raises(ConfigError, match="mapping"):
+        load_family("experience_replay", "smoke", overrides="[1, 2]")

@@ -180,14 +180,16 @@ def test_sigterm_to_the_repro_wrapper_stops_dvc_its_stage_and_the_workers(tmp_pa
            "PATH": f"{Path(dvc).parent}{os.pathsep}{os.environ['PATH']}", "DVC_NO_ANALYTICS": "1"}  # fmt: skip
     (tmp_path / "stage.py").write_text(STAGE)
     (tmp_path / "logs").mkdir()
-    (tmp_path / "dvc.yaml").write_text(
-        "stages:\n  work:\n    cmd: python stage.py\n    deps: [stage.py]\n"
+    (tmp_path / "results" / "smoke").mkdir(parents=True)  # where the smoke pipeline lives
+    (tmp_path / "results" / "smoke" / "dvc.yaml").write_text(
+        "stages:\n  work:\n    wdir: ../..\n    cmd: python stage.py\n    deps: [stage.py]\n"
         "    outs: [{runs: {persist: true}}]\n"
     )
     for cmd in (["git", "init", "-q"], [dvc, "init", "-q"]):
         subprocess.run(cmd, cwd=tmp_path, env=env, check=True, capture_output=True)
-    proc = subprocess.Popen([sys.executable, "-m", "memrl.pipeline", "repro"], cwd=tmp_path,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
+    proc = subprocess.Popen([sys.executable, "-m", "memrl.pipeline", "repro", "--profile", "smoke"],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT)  # fmt: skip
     deadline = time.time() + 120
     while (
         len(RunStore(tmp_path / "runs").keys()) < 2 or len(list((tmp_path / "logs").glob("*"))) < 4

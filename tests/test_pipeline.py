@@ -1,24 +1,115 @@
-"""The pipeline comes from the family registry: dvc.yaml's stages, their deps, the plots,
-the report's order; a failed notebook stage keeps the last good results."""
+"""The pipeline comes from the family registry: each profile's dvc.yaml, its stages, their
+deps, the plots, the report's order; profiles never share a file; a failed notebook stage
+keeps the last good results; an unknown profile fails before anything runs."""
 
 import json
+import subprocess
+import sys
+import time
 
 import pytest
 import yaml
 
 from memrl import families, pipeline
+from memrl.config import PROFILES, ConfigError, effective_params
 from memrl.families import FAMILIES, module_closure
 from memrl.jobs import JobSpec, MissingRunsError, RunStore
 from memrl.runtime import repo_root
 
 ROOT = repo_root()
 DVC = yaml.safe_load((ROOT / "dvc.yaml").read_text())
+RESOLVED = "results/default/params.yaml"
 
 
-def test_dvc_yaml_is_generated_from_the_registry():
-    assert (ROOT / "dvc.yaml").read_text() == pipeline.render_dvc_yaml(), (
-        "dvc.yaml is out of date: run `python -m memrl.pipeline dvc-yaml`"
-    )
+def test_every_profiles_dvc_yaml_is_generated_from_the_registry():
+    for profile in PROFILES:
+        path = ROOT / pipeline.pipeline_file(profile)
+        assert path.read_text() == pipeline.render_dvc_yaml(profile), (
+            f"{path.name} is out of date: run `python -m memrl.pipeline dvc-yaml`"
+        )
+    assert pipeline.pipeline_file("default") == "dvc.yaml"  # plain `dvc repro` runs default
+
+
+def _outs(stage):
+    return [next(iter(o)) for o in stage.get("outs", []) + stage.get("metrics", [])]
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_a_profile_writes_only_into_its_own_results_tree(profile):
+    """Switching profiles rewrites nothing shared: params.yaml is only read, and every output
+    of a profile's pipeline lies in results/<profile>/."""
+    dvc = yaml.safe_load((ROOT / pipeline.pipeline_file(profile)).read_text())
+    nested = profile != "default"
+    for name, stage in dvc["stages"].items():
+        assert all(o.startswith(f"results/{profile}/") for o in _outs(stage)), name
+        assert f"--profile {profile}" in stage["cmd"] or stage["cmd"].endswith(f"results/{profile}")
+        assert stage.get("wdir") == ("../.." if nested else None)  # paths are repo-relative
+        assert "params.yaml" not in _outs(stage)
+        if name not in ("params", "report"):  # the others read the resolved parameters
+            (params,) = stage["params"]
+            assert list(params) == [f"results/{profile}/params.yaml"]
+    assert "params.yaml" in dvc["stages"]["params"]["deps"]
+
+
+def test_stages_depend_on_their_familys_resolved_parameters_only():
+    for fam in FAMILIES:
+        assert DVC["stages"][f"runs_{fam.name}"]["params"] == [{RESOLVED: ["runtime", fam.name]}]
+        assert DVC["stages"][fam.name]["params"] == [{RESOLVED: [fam.name]}]
+
+
+def test_resolved_parameters_change_only_where_the_profile_changes(params_with):
+    """A smoke-only edit leaves default's resolved parameters (what its stages depend on)
+    as they were, so DVC reruns no default stage; a default edit shows in both."""
+    base = effective_params("default")
+    smoke_edit = params_with(lambda r: r["experience_replay"]["smoke"].update(seeds=3))
+    assert effective_params("default", smoke_edit) == base
+    assert effective_params("smoke", smoke_edit)["experience_replay"]["seeds"] == 3
+    assert base["experience_replay"]["per_dqn"]["total_timesteps"] > 0  # every key resolved
+    assert set(base) == {"runtime", *families.NAMES}
+
+
+def test_write_params_writes_the_resolved_profile(tmp_path, monkeypatch):
+    monkeypatch.setattr(pipeline, "repo_root", lambda: tmp_path)
+    monkeypatch.setattr(pipeline, "preflight", lambda p: effective_params(p))
+    path = pipeline.write_params("smoke")
+    assert path == tmp_path / "results/smoke/params.yaml"
+    assert yaml.safe_load(path.read_text()) == effective_params("smoke")
+
+
+def test_an_unknown_profile_fails_in_a_second_and_touches_nothing():
+    before = {p: p.read_bytes() for p in (ROOT / "params.yaml", ROOT / "dvc.yaml")}
+    start = time.monotonic()
+    res = subprocess.run(["make", "-s", "repro", "PROFILE=foo"], cwd=ROOT, capture_output=True,
+                         text=True)  # fmt: skip
+    assert res.returncode != 0 and "unknown profile 'foo'" in res.stderr
+    assert "smoke, default, paper" in res.stderr
+    assert time.monotonic() - start < 5
+    assert before == {p: p.read_bytes() for p in before}
+    assert not (ROOT / "results" / "foo").exists()
+
+
+def test_repro_validates_the_profile_before_dvc_starts(monkeypatch, capsys):
+    def no_dvc(*a, **k):
+        raise AssertionError("dvc was started")
+
+    monkeypatch.setattr(subprocess, "Popen", no_dvc)
+    assert pipeline.main(["repro", "--profile", "foo"]) == 2
+    assert "unknown profile 'foo'" in capsys.readouterr().err
+
+    def bad(profile):
+        raise ConfigError("invalid parameters for family 'x': seeds")
+
+    monkeypatch.setattr(pipeline, "preflight", bad)
+    assert pipeline.main(["repro", "--profile", "smoke"]) == 2
+    assert "seeds" in capsys.readouterr().err
+
+
+def test_profiles_script_runs_without_the_package():
+    script = ROOT / "src" / "memrl" / "profiles.py"
+    ok = subprocess.run([sys.executable, "-I", str(script), "smoke"], capture_output=True)
+    bad = subprocess.run([sys.executable, "-I", str(script), "Smoke"], capture_output=True,
+                         text=True)  # fmt: skip
+    assert ok.returncode == 0 and bad.returncode == 2 and "unknown profile 'Smoke'" in bad.stderr
 
 
 def test_import_closure_follows_function_level_imports():
@@ -38,7 +129,8 @@ def test_training_stage_deps_cover_every_module_its_jobs_import(fam):
     assert f"src/memrl/families/{fam.name}/claims.py" not in runs["deps"]
     assert f"src/memrl/families/{fam.name}/jobs.py" not in notebook["deps"]
     assert not [d for d in notebook["deps"] if d.startswith("src/memrl/agents/rec")]
-    assert fam.runs_dir in notebook["deps"] and f"notebooks/{fam.name}.ipynb" in notebook["deps"]
+    assert fam.runs_dir("default") in notebook["deps"]
+    assert f"notebooks/{fam.name}.ipynb" in notebook["deps"]
     assert set(fam.data) <= set(runs["deps"])
 
 
@@ -47,17 +139,21 @@ def test_plots_and_report_order_come_from_the_registry():
 
     assert FAMILY_ORDER == tuple(f.name for f in FAMILIES)
     declared = [next(iter(p)) for p in DVC["plots"]]
-    assert declared == [f"{f.results}/plots/{p.file}" for f in FAMILIES for p in f.plots]
+    res = {f.name: f.results_dir("default") for f in FAMILIES}
+    assert declared == [f"{res[f.name]}/plots/{p.file}" for f in FAMILIES for p in f.plots]
     for f in FAMILIES:  # each plot file is an output of its family's notebook stage
         outs = [next(iter(o)) for o in DVC["stages"][f.name]["outs"]]
-        assert all(f"{f.results}/plots/{p.file}" in outs for p in f.plots)
+        assert all(f"{res[f.name]}/plots/{p.file}" in outs for p in f.plots)
+    smoke = yaml.safe_load((ROOT / "results/smoke/dvc.yaml").read_text())
+    nested = [next(iter(p)) for p in smoke["plots"]]  # relative to results/smoke/dvc.yaml
+    assert nested == [d.removeprefix("results/default/") for d in declared]
 
 
 def test_results_outlive_a_failed_or_interrupted_notebook_stage(tmp_path, monkeypatch):
     """DVC does not delete persisted outputs first; the stage publishes only on success."""
     fam = families.get("episodic_control")
     monkeypatch.setattr(pipeline, "repo_root", lambda: tmp_path)
-    out = tmp_path / fam.results
+    out = tmp_path / fam.results_dir("smoke")
     (out / "plots").mkdir(parents=True)
     (out / "claims.json").write_text("[1]")
     (out / "plots" / "CartPole.csv").write_text("old")
@@ -90,11 +186,15 @@ def test_results_outlive_a_failed_or_interrupted_notebook_stage(tmp_path, monkey
     assert (out / "plots" / "CartPole.csv").read_text() == "new"
 
 
-def test_stored_runs_of_another_profile_are_refused(tmp_path):
+def test_stored_runs_of_another_profile_or_other_parameters_are_refused(tmp_path):
     store = RunStore(tmp_path / "default")  # each profile's runs in a folder of their own
     store.write_manifest([JobSpec("m:f", {})], {"profile": "default", "params": "x"})
     with pytest.raises(MissingRunsError, match="other parameters"):
-        pipeline.load_results("episodic_control", "default", str(tmp_path))
+        pipeline.load_results("episodic_control", "default", str(tmp_path / "default"))
+    with pytest.raises(MissingRunsError, match="profile 'default'"):
+        pipeline.load_results("episodic_control", "smoke", str(tmp_path / "default"))
     with pytest.raises(MissingRunsError, match="no stored runs"):
-        pipeline.load_results("episodic_control", "smoke", str(tmp_path))
+        pipeline.load_results("episodic_control", "smoke", str(tmp_path / "smoke"))
+    with pytest.raises(ConfigError, match="leave runs_dir empty"):
+        pipeline.load_results("episodic_control", "default", str(tmp_path), {"seeds": 3})
     assert json.loads((tmp_path / "default" / "manifest.json").read_text())["jobs"][0]["key"]

@@ -3,6 +3,7 @@
 import re
 import tomllib
 
+import pytest
 import yaml
 
 from memrl.runtime import repo_root
@@ -53,8 +54,37 @@ def test_every_notebook_has_a_dvc_stage():
     for ipynb in (ROOT / "notebooks").glob("*.ipynb"):
         stage = stages[ipynb.stem]
         assert f"notebooks/{ipynb.name}" in stage["deps"]
-        assert f"memrl.pipeline notebook {ipynb.stem}" in stage["cmd"]
-        assert "${profile}" in stage["cmd"]
-        assert "profile" in stage["params"] and ipynb.stem in stage["params"]
+        assert f"memrl.pipeline notebook {ipynb.stem} --profile default" in stage["cmd"]
+        assert stage["params"] == [{"results/default/params.yaml": [ipynb.stem]}]
         assert f"runs_{ipynb.stem}" in stages
-    assert "report" in stages
+    assert "report" in stages and "params" in stages
+
+
+def test_notebooks_check_exactly_the_parameters_they_declare():
+    """The cell after `parameters` refuses undeclared ones, naming the declared ones."""
+    import ast
+
+    import jupytext
+
+    for py in sorted((ROOT / "notebooks").glob("*.py")):
+        cells = jupytext.read(py).cells
+        i = next(i for i, c in enumerate(cells) if "parameters" in c.metadata.get("tags", []))
+        declared = [t.id for n in ast.parse(cells[i].source).body for t in n.targets]
+        assert declared == ["profile", "output_dir", "runs_dir", "overrides"], py.name
+        checked = next(c for c in cells[i + 1 :] if c.cell_type == "code")
+        assert f"check_parameters(globals(), {tuple(declared)!r})".replace("'", '"') in (
+            checked.source
+        ), py.name
+
+
+def test_check_parameters_refuses_undeclared_values_only():
+    import math
+
+    from memrl.nbtools import check_parameters
+
+    declared = ("profile", "overrides")
+    check_parameters({"profile": "smoke", "overrides": {}, "math": math, "_x": 1}, declared)
+    with pytest.raises(TypeError, match=r"unknown notebook parameter 'seeds'.*overrides"):
+        check_parameters({"profile": "smoke", "seeds": 3}, declared)
+    with pytest.raises(TypeError, match="parameters 'a', 'b'"):
+        check_parameters({"a": [1], "b": None}, declared)

@@ -25,18 +25,14 @@ import yaml
 
 
 def overrides(pairs: list[str]) -> dict[str, Any]:
-    """``["a.b=1", "c=[1, 2]"]`` -> ``{"a": {"b": 1}, "c": [1, 2]}`` (list items by index:
-    ``envs.0.total_timesteps``)."""
+    """``["a.b=1", "c=[1, 2]"]`` -> ``{"a.b": 1, "c": [1, 2]}``: dotted keys, values read
+    as YAML (merged into the parameters by :func:`memrl.config.apply_overrides`)."""
     out: dict[str, Any] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise SystemExit(f"--set takes key=value, not {pair!r}")
-        node = out
-        *parents, last = key.split(".")
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[last] = _value(value)
+        out[key] = _value(value)
     return out
 
 
@@ -51,38 +47,11 @@ def _value(text: str) -> Any:
     return value
 
 
-def _apply(base: Any, change: Any, where: str) -> Any:
-    """``change`` merged into ``base``; dict keys that are digits index into lists."""
-    if not isinstance(change, dict):
-        return change
-    if isinstance(base, list):
-        out = list(base)
-        for k, v in change.items():
-            if not (k.isdigit() and int(k) < len(out)):
-                raise SystemExit(f"--set {where}{k}: {where[:-1]} has {len(out)} items")
-            out[int(k)] = _apply(out[int(k)], v, f"{where}{k}.")
-        return out
-    if not isinstance(base, dict):
-        raise SystemExit(f"--set {where[:-1]} is a value, not a section")
-    return {**base, **{k: _apply(base.get(k, {}), v, f"{where}{k}.") for k, v in change.items()}}
-
-
-def family_params(family: str, profile: str | None, sets: list[str]) -> Any:
+def family_params(family: str, profile: str, sets: list[str]) -> Any:
     """The family's validated parameters for ``profile`` with ``--set`` overrides."""
-    from pydantic import ValidationError
+    from memrl.config import load_family
 
-    from memrl.config import ConfigError, _format_errors, family_schema, load_family
-
-    cfg = load_family(family, profile)  # unknown family/profile and params.yaml errors first
-    if not sets:
-        return cfg
-    merged = _apply(cfg.model_dump(mode="json"), overrides(sets), "")
-    try:
-        return family_schema(family).model_validate(merged)
-    except ValidationError as err:  # worded as params.yaml's errors, naming each key
-        raise ConfigError(
-            _format_errors(family, f"{profile or 'params.yaml'} + --set", err)
-        ) from None
+    return load_family(family, profile, overrides=overrides(sets))
 
 
 def select(specs: list[Any], job: str, seed: int) -> Any:
@@ -129,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("job", help="words of the job's label, e.g. 'RSAC-LSTM Pendulum-V'")
             p.add_argument("--seed", type=int, default=0)
             p.add_argument("--store", type=Path, help="result folder (default: the cache's)")
-        p.add_argument("--profile", help="default: params.yaml's profile")
+        p.add_argument("--profile", default="default", help="smoke | default | paper")
         p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     a = ap.parse_args(argv)
 

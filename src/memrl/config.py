@@ -2,16 +2,19 @@
 
 ``params.yaml`` is the single source of truth for hyperparameters.  Its layout::
 
-    profile: default            # smoke | default | paper
+    runtime: {...}              # workers, torch threads
     <family>:
       default: {...}            # the full CPU reproduction; every key lives here
       smoke:   {...}            # overrides, deep-merged onto ``default``
       paper:   {...}            # overrides, deep-merged onto ``default``
 
-Each family declares a pydantic model of its parameters in
-``memrl/families/<family>/params.py`` (shared blocks and types live here); a wrong type, a
-non-positive budget or an unknown key fails here with one clear message that
-names the offending key, never halfway through a run.
+The file names no profile: the caller chooses one (``PROFILE=smoke make repro``,
+``--profile``, a notebook's ``profile`` parameter), so switching profiles never rewrites it.
+One run may also change any value (``overrides``: the CLI's ``--set``, a notebook's
+``overrides`` parameter), validated the same way. Each family declares a pydantic model of
+its parameters in ``memrl/families/<family>/params.py`` (shared blocks and types live here);
+a wrong type, a non-positive budget or an unknown key fails here with one clear message
+that names the offending key, never halfway through a run.
 """
 
 from __future__ import annotations
@@ -25,9 +28,8 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from memrl.profiles import PROFILES, unknown
 from memrl.runtime import repo_root
-
-PROFILES = ("smoke", "default", "paper")
 
 PosInt = Annotated[int, Field(gt=0, strict=True)]
 NonNegInt = Annotated[int, Field(ge=0, strict=True)]
@@ -126,7 +128,8 @@ def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str
 
 
 def read_params(path: str | Path | None = None) -> dict[str, Any]:
-    """Read the raw params file (``params.yaml`` at the repo root by default)."""
+    """Read the raw params file (``params.yaml`` at the repo root by default); its top level
+    holds ``runtime`` and one section per family, nothing else."""
     path = Path(path) if path is not None else repo_root() / "params.yaml"
     if not path.is_file():
         raise ConfigError(f"parameter file not found: {path}")
@@ -134,6 +137,18 @@ def read_params(path: str | Path | None = None) -> dict[str, Any]:
         raw = yaml.safe_load(fh)
     if not isinstance(raw, dict):
         raise ConfigError(f"{path} must hold a mapping at the top level")
+    if "profile" in raw:
+        raise ConfigError(
+            f"{path} names a profile ('profile: {raw['profile']}'), which it no longer does: "
+            "delete that line and choose the profile per run (PROFILE=smoke make repro, "
+            "--profile smoke, or a notebook's `profile` parameter)"
+        )
+    extra = set(raw) - {"runtime", *families()}
+    if extra:
+        raise ConfigError(
+            f"{path}: unknown top-level keys {sorted(extra)}; "
+            f"expected runtime and the families {', '.join(families())}"
+        )
     return raw
 
 
@@ -146,29 +161,85 @@ def _format_errors(family: str, profile: str, err: ValidationError) -> str:
     return "\n".join(lines)
 
 
-def load_family(family: str, profile: str | None = None, path: str | Path | None = None) -> Any:
-    """Load, merge and validate one family's parameters for ``profile``.
-
-    ``profile=None`` takes the ``profile`` key of the params file.
-    """
-    schema = family_schema(family)
-    raw = read_params(path)
-    profile = raw.get("profile", "default") if profile is None else profile
+def check_profile(profile: Any) -> str:
     if profile not in PROFILES:
-        raise ConfigError(f"unknown profile '{profile}'; choose one of {', '.join(PROFILES)}")
+        raise ConfigError(unknown(profile))
+    return profile
+
+
+def apply_overrides(base: Any, overrides: Mapping[str, Any], where: str = "") -> Any:
+    """``base`` (a family's parameters as plain data) with ``overrides`` put in.
+
+    Keys may be dotted paths (``{"per_dqn.total_timesteps": 20000}``) or nested mappings
+    (``{"per_dqn": {"total_timesteps": 20000}}``); a digit indexes a list
+    (``{"envs.0.total_timesteps": 18000}``). A mapping merges into a section; any other
+    value replaces. Unknown keys are left for the schema to refuse, by name.
+    """
+    if not isinstance(overrides, Mapping):
+        raise ConfigError(f"overrides must be a mapping of keys to values, got {overrides!r}")
+    out: Any = list(base) if isinstance(base, list) else dict(base)
+    for dotted, value in overrides.items():
+        if not isinstance(dotted, str) or not dotted:
+            raise ConfigError(f"override keys are dotted names, got {dotted!r}")
+        head, _, rest = dotted.partition(".")
+        change = {rest: value} if rest else value
+        name = f"{where}{head}"
+        if isinstance(out, list):
+            if not (head.isdigit() and int(head) < len(out)):
+                raise ConfigError(f"override {name}: {where[:-1]} has {len(out)} items")
+            key: Any = int(head)
+            current = out[key]
+        else:
+            key, current = head, out.get(head)
+        if isinstance(change, Mapping) and isinstance(current, Mapping | list):
+            out[key] = apply_overrides(current, change, f"{name}.")
+        elif isinstance(change, Mapping) and rest and current is not None:
+            raise ConfigError(f"override {name} is a value, not a section")
+        else:
+            out[key] = copy.deepcopy(change)
+    return out
+
+
+def parse_overrides(overrides: Mapping[str, Any] | str | None) -> dict[str, Any]:
+    """Overrides as a mapping: given as one, or as YAML/JSON text (papermill's ``-p``)."""
+    if overrides is None or overrides == "":
+        return {}
+    if isinstance(overrides, str):
+        try:
+            overrides = yaml.safe_load(overrides)
+        except yaml.YAMLError as err:
+            raise ConfigError(f"overrides are not YAML: {err}") from None
+    if not isinstance(overrides, Mapping):
+        raise ConfigError(f"overrides must be a mapping of keys to values, got {overrides!r}")
+    return dict(overrides)
+
+
+def load_family(
+    family: str, profile: str = "default", path: str | Path | None = None,
+    overrides: Mapping[str, Any] | str | None = None,
+) -> Any:  # fmt: skip
+    """Load, merge and validate one family's parameters for ``profile``, with ``overrides``
+    (a mapping or YAML text, see :func:`apply_overrides`) put in before validation."""
+    schema = family_schema(family)
+    check_profile(profile)
+    overrides = parse_overrides(overrides)
+    raw = read_params(path)
     section = raw.get(family)
     if not isinstance(section, dict) or "default" not in section:
         raise ConfigError(f"params file has no '{family}.default' section")
-    unknown = set(section) - set(PROFILES)
-    if unknown:
-        raise ConfigError(f"'{family}' has unknown profile keys: {sorted(unknown)}")
+    extra = set(section) - set(PROFILES)
+    if extra:
+        raise ConfigError(f"'{family}' has unknown profile keys: {sorted(extra)}")
     merged = section["default"]
     if profile != "default":
         merged = deep_merge(merged, section.get(profile) or {})
+    where = profile
+    if overrides:
+        merged, where = apply_overrides(merged, overrides), f"{profile} + overrides"
     try:
         return schema.model_validate(merged)
     except ValidationError as err:
-        raise ConfigError(_format_errors(family, profile, err)) from None
+        raise ConfigError(_format_errors(family, where, err)) from None
 
 
 def load_runtime(path: str | Path | None = None) -> RuntimeParams:
@@ -179,12 +250,39 @@ def load_runtime(path: str | Path | None = None) -> RuntimeParams:
         raise ConfigError(_format_errors("runtime", "-", err)) from None
 
 
-def validate_all(path: str | Path | None = None) -> None:
-    """Validate every family under every profile (used by tests and ``make``)."""
-    raw = read_params(path)
-    if raw.get("profile", "default") not in PROFILES:
-        raise ConfigError(f"unknown profile '{raw.get('profile')}'; choose one of {PROFILES}")
+def load_profile(profile: str, path: str | Path | None = None) -> dict[str, Any]:
+    """Every family's validated parameters for ``profile`` (``{family: params}``); all the
+    families' errors in one :class:`ConfigError`, not only the first one's."""
+    check_profile(profile)
     load_runtime(path)
+    out, errors = {}, []
     for family in families():
-        for profile in PROFILES:
-            load_family(family, profile, path)
+        try:
+            out[family] = load_family(family, profile, path)
+        except ConfigError as err:
+            errors.append(str(err))
+    if errors:
+        raise ConfigError("\n".join(errors))
+    return out
+
+
+def effective_params(profile: str, path: str | Path | None = None) -> dict[str, Any]:
+    """What ``profile`` runs with, every default and override resolved: the ``runtime``
+    block and one section per family, as plain data (what ``dvc params diff`` compares)."""
+    cfgs = load_profile(profile, path)
+    return {
+        "runtime": load_runtime(path).model_dump(mode="json"),
+        **{family: cfg.model_dump(mode="json") for family, cfg in cfgs.items()},
+    }
+
+
+def validate_all(path: str | Path | None = None) -> None:
+    """Validate every family under every profile (used by tests)."""
+    errors = []
+    for profile in PROFILES:
+        try:
+            load_profile(profile, path)
+        except ConfigError as err:
+            errors.append(str(err))
+    if errors:
+        raise ConfigError("\n".join(errors))

@@ -1,6 +1,11 @@
-"""Keep ``notebooks/*.ipynb`` in step with their jupytext ``.py`` twins.
+"""Notebook tooling: strict parameters, and ``notebooks/*.ipynb`` kept in step with their
+jupytext ``.py`` twins.
 
     python -m memrl.nbtools notebooks/experience_replay.py [...]
+
+:func:`check_parameters` runs right after a notebook's ``parameters`` cell: papermill only
+warns about a parameter the notebook does not declare (``-p seeds 3`` would change nothing),
+so the notebook fails instead, naming it.
 
 For each ``.py``: build the ``.ipynb`` (jupytext), execute it on its own
 (smoke) defaults from the notebook's folder as nbval does, and keep only the
@@ -12,9 +17,47 @@ reviewable.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 CHECK_MARK = "# NBVAL_CHECK_OUTPUT"
+_PARAMETER_TYPES = (str, int, float, bool, list, dict, type(None))  # what papermill injects
+
+
+def check_parameters(namespace: Mapping[str, Any], declared: Iterable[str]) -> None:
+    """Fail on a notebook parameter that is not ``declared``.
+
+    Call it in the cell after the ``parameters`` cell (papermill's injected cell comes
+    between them), before anything else is defined: every plain value in ``namespace``
+    (``globals()``) then is a declared parameter or an injected one. IPython's own names
+    are left out.
+
+    :param namespace: the notebook's ``globals()``
+    :param declared: the names its ``parameters`` cell defines
+    :raises TypeError: naming each unknown parameter and what the notebook takes
+    """
+    declared = tuple(declared)
+    hidden: set[str] = set()
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        hidden = set(shell.user_ns_hidden) if shell is not None else set()
+    except ImportError:  # pragma: no cover - notebooks always run under IPython
+        pass
+    unknown = sorted(
+        name
+        for name, value in namespace.items()
+        if not name.startswith("_") and name not in hidden and name not in declared
+        and isinstance(value, _PARAMETER_TYPES)
+    )  # fmt: skip
+    if unknown:
+        raise TypeError(
+            f"unknown notebook parameter{'s' if len(unknown) > 1 else ''} "
+            f"{', '.join(map(repr, unknown))}: this notebook takes {', '.join(declared)}; "
+            "hyperparameters go in `overrides`, e.g. papermill -p overrides '{seeds: 3}'"
+        )
 
 
 def refresh(py_path: Path) -> Path:

@@ -1,56 +1,108 @@
-"""The pipeline's commands: each family's two DVC stages, ``dvc.yaml`` itself, and ``repro``.
+"""The pipeline's commands: one DVC pipeline per profile, its stages, and ``repro``.
 
+    python -m memrl.pipeline params [--profile P]           # stage params: validate, resolve
     python -m memrl.pipeline runs FAMILY [--profile P]      # stage runs_<family>: the jobs
     python -m memrl.pipeline notebook FAMILY [--profile P]  # stage <family>: claims, plots
-    python -m memrl.pipeline dvc-yaml [--check]             # dvc.yaml from the registry
-    python -m memrl.pipeline repro [DVC ARGS...]            # dvc repro, cleanly interruptible
+    python -m memrl.pipeline dvc-yaml [--check]             # every profile's dvc.yaml
+    python -m memrl.pipeline repro [--profile P] [DVC ARGS...]  # validate, then dvc repro
 
-``runs`` executes the jobs its store lacks (:mod:`memrl.jobs`), removes results no longer in
-the grid and writes ``manifest.json`` last. ``notebook`` runs the family notebook with
-papermill into a staging folder and moves its outputs over the last good ones only when
-it succeeded, so a failed or interrupted stage never leaves half-written or missing
-results (the stages' outputs are ``persist``-ed: DVC does not delete them first).
+Each profile has a pipeline and a results tree of its own (``results/<profile>/``), so
+switching profiles never rewrites ``params.yaml`` and a smoke run never touches the default
+results. ``default``'s pipeline is ``dvc.yaml`` at the root (plain ``dvc repro`` runs it);
+the others' are ``results/<profile>/dvc.yaml``. Its first stage, ``params``, validates every
+family's parameters for the profile and writes them resolved to
+``results/<profile>/params.yaml``: the stages depend on their family's section there, so DVC
+reruns exactly the stages whose effective parameters changed and ``dvc params diff`` shows
+them. ``runs`` executes the jobs its store lacks (:mod:`memrl.jobs`), removes results no
+longer in the grid and writes ``manifest.json`` last. ``notebook`` runs the family notebook
+with papermill into a staging folder and moves its outputs over the last good ones only when
+it succeeded, so a failed or interrupted stage never leaves half-written or missing results
+(every stage's outputs are ``persist``-ed: DVC does not delete them first).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from memrl import families
-from memrl.config import load_family, load_runtime, read_params
+from memrl.config import (
+    PROFILES,
+    ConfigError,
+    check_profile,
+    effective_params,
+    load_family,
+    load_runtime,
+    parse_overrides,
+)
 from memrl.jobs import MissingRunsError, Report, RunStore, execute, raise_on_sigterm
-from memrl.runtime import cache_dir, repo_root
+from memrl.runtime import atomic_write_text, cache_dir, repo_root
 
-PROFILE_PARAM = "${profile}"
+
+def results_root(profile: str) -> str:
+    """The profile's results tree (repo-relative)."""
+    return f"results/{profile}"
+
+
+def pipeline_file(profile: str) -> str:
+    """The profile's ``dvc.yaml`` (repo-relative): the root one for ``default``."""
+    return "dvc.yaml" if profile == "default" else f"{results_root(profile)}/dvc.yaml"
+
+
+# =========================================================================== stage params
+def preflight(profile: str) -> dict[str, Any]:
+    """Every family's parameters for ``profile``, validated (all the families' errors in one
+    message), and each family's own checks (e.g. a model or data set the profile names is
+    on this machine): what must hold before any stage starts or deletes anything."""
+    params = effective_params(profile)
+    for fam in families.FAMILIES:
+        check = getattr(fam.module("jobs"), "preflight", None)
+        if check is not None:
+            check(load_family(fam.name, profile))
+    return params
+
+
+def write_params(profile: str) -> Path:
+    """Stage ``params``: :func:`preflight`, then the resolved parameters to
+    ``results/<profile>/params.yaml`` (atomically)."""
+    params = preflight(profile)
+    path = repo_root() / results_root(profile) / "params.yaml"
+    header = (
+        f"# The '{profile}' profile's parameters, resolved (every default and override merged)\n"
+        "# by `python -m memrl.pipeline params`: generated, do not edit; edit params.yaml.\n"
+    )
+    atomic_write_text(path, header + yaml.safe_dump(params, sort_keys=False, width=100))
+    return path
 
 
 # =========================================================================== stage runs_<family>
 def run_jobs(
-    family: str, profile: str | None = None, store_dir: str | Path | None = None,
-    executor: str | None = None,
+    family: str, profile: str = "default", store_dir: str | Path | None = None,
+    executor: str | None = None, overrides: Mapping[str, Any] | None = None,
 ) -> Report:  # fmt: skip
-    """Run the family's jobs for ``profile`` into ``store_dir`` (default: the profile's folder
-    in its runs folder, so profiles never prune each other's runs), skipping stored ones;
-    then prune stale results and write the manifest."""
+    """Run the family's jobs for ``profile`` (with ``overrides``) into ``store_dir`` (default:
+    the profile's run store), skipping stored ones; then prune stale results and write the
+    manifest."""
     fam = families.get(family)
-    profile = profile or _profile()
-    cfg = load_family(family, profile)
+    cfg = load_family(family, profile, overrides=overrides)
     rt = load_runtime()
-    preflight = getattr(fam.module("jobs"), "preflight", None)
-    if preflight is not None:
-        preflight(cfg)  # e.g. a missing model or data set fails here, before any job
+    check = getattr(fam.module("jobs"), "preflight", None)
+    if check is not None:
+        check(cfg)  # e.g. a missing model or data set fails here, before any job
     specs = fam.grid(cfg)
-    store = RunStore(store_dir if store_dir is not None else repo_root() / fam.runs_dir / profile)
+    store = RunStore(store_dir if store_dir is not None else repo_root() / fam.runs_dir(profile))
     store.root.mkdir(parents=True, exist_ok=True)
     (store.root / "manifest.json").unlink(missing_ok=True)  # written again once all are in
     report = execute(specs, store, executor, rt.workers, rt.torch_threads, desc=family)
@@ -62,44 +114,53 @@ def run_jobs(
     return report
 
 
-def _profile() -> str:
-    return read_params().get("profile", "default")
-
-
-def load_results(family: str, profile: str, runs_dir: str = "") -> list[dict[str, Any]]:
+def load_results(
+    family: str, profile: str, runs_dir: str = "",
+    overrides: Mapping[str, Any] | str | None = None,
+) -> list[dict[str, Any]]:  # fmt: skip
     """The family's stored results for ``profile``.
 
-    With ``runs_dir`` (what the DVC stage passes), read the profile's store in it and check
-    it was made for these parameters. Without it (JupyterLab, nbval), run the jobs
-    into a cache store first: stored ones are reused, missing ones run.
+    With ``runs_dir`` (what the DVC stage passes: the profile's run store), read it and check
+    it was made for these parameters. Without it (JupyterLab, nbval), run the jobs into a
+    cache store first (one per profile and overrides): stored ones are reused, missing ones run.
     """
+    overrides = parse_overrides(overrides)
     if not runs_dir:
-        store_dir = cache_dir() / "runs" / family / profile
-        run_jobs(family, profile, store_dir)
+        name = profile
+        if overrides:
+            text = json.dumps(overrides, sort_keys=True, default=str)
+            name += "+" + hashlib.sha256(text.encode()).hexdigest()[:8]
+        store_dir = cache_dir() / "runs" / family / name
+        run_jobs(family, profile, store_dir, overrides=overrides)
         return RunStore(store_dir).results()
+    if overrides:
+        raise ConfigError(
+            "overrides change the runs made here; stored runs (runs_dir) were made with "
+            "params.yaml's values: leave runs_dir empty to run the overridden jobs"
+        )
     fam = families.get(family)
     cfg = load_family(family, profile)
-    root = Path(runs_dir) if Path(runs_dir).is_absolute() else repo_root() / runs_dir
-    store = RunStore(root / profile)
+    store = RunStore(Path(runs_dir) if Path(runs_dir).is_absolute() else repo_root() / runs_dir)
     man = store.manifest()
     if man.get("profile") != profile or man.get("params") != families.params_fingerprint(cfg):
         raise MissingRunsError(
             f"the runs in {store.root} were made for profile '{man.get('profile')}' with other "
-            f"parameters than profile '{profile}' has now: run `dvc repro runs_{fam.name}` "
-            f"(or `python -m memrl.pipeline runs {fam.name} --profile {profile}`)"
+            f"parameters than profile '{profile}' has now: run "
+            f"`python -m memrl.pipeline repro --profile {profile}` (or `python -m "
+            f"memrl.pipeline runs {fam.name} --profile {profile}`)"
         )
     return store.results()
 
 
 # =========================================================================== stage <family>
-def run_notebook(family: str, profile: str | None = None) -> Path:
+def run_notebook(family: str, profile: str = "default") -> Path:
     """Execute ``notebooks/<family>.ipynb`` on the stored runs; publish its outputs (the
     executed notebook, figures, tables, plots, claims and metrics) only if it succeeded."""
     import papermill as pm
 
     fam = families.get(family)
     root = repo_root()
-    out = root / fam.results
+    out = root / fam.results_dir(profile)
     staging = out / ".staging"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
@@ -108,9 +169,9 @@ def run_notebook(family: str, profile: str | None = None) -> Path:
             str(root / "notebooks" / f"{family}.ipynb"),
             str(staging / f"{family}.ipynb"),
             parameters={
-                "profile": profile or _profile(),
+                "profile": profile,
                 "output_dir": str(staging),
-                "runs_dir": fam.runs_dir,
+                "runs_dir": fam.runs_dir(profile),
             },
             kernel_name="python3",
             progress_bar=False,
@@ -148,57 +209,85 @@ def _code(paths) -> list[str]:
     return sorted(p for p in set(paths) if (root / p).stat().st_size > 0)
 
 
-def dvc_yaml() -> dict[str, Any]:
-    """The pipeline, derived from :data:`memrl.families.FAMILIES`."""
+def _uncached() -> dict[str, bool]:
+    """Small outputs kept in git (not DVC's cache), never deleted before their stage runs."""
+    return {"cache": False, "persist": True}
+
+
+def dvc_yaml(profile: str = "default") -> dict[str, Any]:
+    """``profile``'s pipeline, derived from :data:`memrl.families.FAMILIES`. Paths are
+    repo-relative (a nested pipeline's stages run at the root: ``wdir``); its ``plots:``
+    are relative to its own folder, as DVC reads them."""
+    check_profile(profile)
     py = "python -m memrl.pipeline"
-    stages: dict[str, Any] = {}
+    res = results_root(profile)
+    resolved = f"{res}/params.yaml"
     runner = ["src/memrl/pipeline.py", "src/memrl/jobs.py", "src/memrl/families/__init__.py"]
-    for fam in families.FAMILIES:
-        f, res = fam.name, fam.results
-        stages[f"runs_{f}"] = {
-            "cmd": f"{py} runs {f} --profile {PROFILE_PARAM}",
-            "deps": _code({*fam.job_sources(), *runner}) + list(fam.data),
-            "params": ["profile", "runtime", f],
-            "outs": [{fam.runs_dir: {"persist": True}}],
+    schemas = [f"memrl.families.{f.name}.params" for f in families.FAMILIES]
+    stages: dict[str, Any] = {
+        "params": {
+            "cmd": f"{py} params --profile {profile}",
+            "deps": ["params.yaml"]
+            + _code({*runner, *(p for m in schemas for p in families.module_closure(m))}),
+            "outs": [{resolved: _uncached()}],
         }
-        outs: list[Any] = [{f"{res}/{f}.ipynb": {"persist": True}}]
-        outs += [{f"{res}/{d}": {"persist": True}} for d in NOTEBOOK_OUTPUTS]
-        outs += [{f"{res}/claims.json": {"cache": False, "persist": True}}]
-        outs += [{f"{res}/plots/{p.file}": {"cache": False, "persist": True}} for p in fam.plots]
+    }
+    for fam in families.FAMILIES:
+        f, out = fam.name, fam.results_dir(profile)
+        stages[f"runs_{f}"] = {
+            "cmd": f"{py} runs {f} --profile {profile}",
+            "deps": _code({*fam.job_sources(), *runner}) + list(fam.data),
+            "params": [{resolved: ["runtime", f]}],
+            "outs": [{fam.runs_dir(profile): {"persist": True}}],
+        }
+        outs: list[Any] = [{f"{out}/{f}.ipynb": {"persist": True}}]
+        outs += [{f"{out}/{d}": {"persist": True}} for d in NOTEBOOK_OUTPUTS]
+        outs += [{f"{out}/claims.json": _uncached()}]
+        outs += [{f"{out}/plots/{p.file}": _uncached()} for p in fam.plots]
         stages[f] = {
-            "cmd": f"{py} notebook {f} --profile {PROFILE_PARAM}",
+            "cmd": f"{py} notebook {f} --profile {profile}",
             "deps": [f"notebooks/{f}.ipynb"]
             + _code({*fam.analysis_sources(), *runner})
             + list(fam.data)
-            + [fam.runs_dir],
-            "params": ["profile", f],
+            + [fam.runs_dir(profile)],
+            "params": [{resolved: [f]}],
             "outs": outs,
-            "metrics": [{f"{res}/metrics.json": {"cache": False, "persist": True}}],
+            "metrics": [{f"{out}/metrics.json": _uncached()}],
         }
     stages["report"] = {
-        "cmd": "python -m memrl.report results",
-        "deps": ["src/memrl/report.py", "src/memrl/families/__init__.py", "src/memrl/stats/claims.py"]
-        + [f"{fam.results}/claims.json" for fam in families.FAMILIES],
-        "outs": [{"results/REPORT.md": {"cache": False}}, {"results/report.json": {"cache": False}}],
+        "cmd": f"python -m memrl.report {res}",
+        "deps": _code({"src/memrl/report.py", "src/memrl/families/__init__.py",
+                       "src/memrl/stats/claims.py"})
+        + [f"{fam.results_dir(profile)}/claims.json" for fam in families.FAMILIES],
+        "outs": [{f"{res}/REPORT.md": _uncached()}, {f"{res}/report.json": _uncached()}],
     }  # fmt: skip
+    here = "" if profile == "default" else f"{res}/"  # plots: relative to the dvc.yaml
+    if here:  # a nested pipeline's stages run at the root
+        stages = {name: {"wdir": "../..", **stage} for name, stage in stages.items()}
     plots = [
-        {f"{fam.results}/plots/{p.file}": {"x": p.x, "y": list(p.y), "title": p.title}}
+        {f"{fam.results_dir(profile)}/plots/{p.file}".removeprefix(here): {
+            "x": p.x, "y": list(p.y), "title": p.title}}
         for fam in families.FAMILIES
         for p in fam.plots
-    ]
+    ]  # fmt: skip
     return {"stages": stages, "plots": plots}
 
 
-HEADER = """\
-# Generated by `python -m memrl.pipeline dvc-yaml` from the family registry
-# (src/memrl/families/__init__.py); tests/test_pipeline.py fails when it is out of date.
-# Per family: runs_<family> executes its jobs into results/<family>/runs (one file per job,
-# kept across runs: an interrupted stage resumes), then <family> runs its notebook on them.
-"""
-
-
-def render_dvc_yaml() -> str:
-    return HEADER + yaml.safe_dump(dvc_yaml(), sort_keys=False, width=100)
+def render_dvc_yaml(profile: str = "default") -> str:
+    where = (
+        "at the root, so plain `dvc repro` runs it"
+        if profile == "default"
+        else (f"run it with `PROFILE={profile} make repro` or `dvc repro {pipeline_file(profile)}`")
+    )
+    header = (
+        f"# The '{profile}' profile's pipeline ({where}).\n"
+        "# Generated by `python -m memrl.pipeline dvc-yaml` from the family registry\n"
+        "# (src/memrl/families/__init__.py); tests/test_pipeline.py fails when it is out of date.\n"
+        "# params resolves and validates the profile's parameters; per family, runs_<family>\n"
+        "# executes its jobs into its run store (one file per job, kept across runs: an\n"
+        "# interrupted stage resumes), then <family> runs its notebook on them; report last.\n"
+    )  # fmt: skip
+    return header + yaml.safe_dump(dvc_yaml(profile), sort_keys=False, width=100)
 
 
 # =========================================================================== repro
@@ -230,10 +319,19 @@ def _stop_stages(dvc_pid: int) -> None:
                 pass
 
 
-def repro(args: list[str]) -> int:
-    """``dvc repro ARGS`` in its own process group; SIGINT or SIGTERM stop its stages (and
-    their workers) cleanly, then anything left in the group after 30 s."""
-    proc = subprocess.Popen(["dvc", "repro", *args], start_new_session=True)
+def repro(profile: str, args: list[str]) -> int:
+    """Validate ``profile`` (:func:`preflight`: every family, every model it names), then
+    ``dvc repro`` its pipeline with ``args``, in its own process group; SIGINT or SIGTERM stop
+    its stages (and their workers) cleanly, then anything left in the group after 30 s. An
+    invalid profile fails here, before DVC starts any stage or deletes anything."""
+    try:
+        check_profile(profile)
+        preflight(profile)
+    except (ConfigError, FileNotFoundError) as err:
+        print(f"memrl: {err}", file=sys.stderr)
+        return 2
+    proc = subprocess.Popen(["dvc", "repro", pipeline_file(profile), *args],
+                            start_new_session=True)  # fmt: skip
     stopping: list[int] = []
     signal.signal(signal.SIGINT, lambda signum, frame: stopping.append(signum))
     signal.signal(signal.SIGTERM, lambda signum, frame: stopping.append(signum))
@@ -246,6 +344,8 @@ def repro(args: list[str]) -> int:
                 os.killpg(proc.pid, signal.SIGKILL)
         time.sleep(0.2)
     if not stopping:
+        if proc.returncode == 0:
+            print(f"report: {results_root(profile)}/REPORT.md")
         return proc.returncode
     try:
         os.killpg(proc.pid, signal.SIGKILL)  # anything still left in the group
@@ -256,44 +356,62 @@ def repro(args: list[str]) -> int:
 
 
 # =========================================================================== CLI
+def _dvc_yaml_files(check: bool) -> int:
+    """Write every profile's ``dvc.yaml`` (or, with ``check``, fail if one is stale)."""
+    stale = []
+    for profile in PROFILES:
+        path, text = repo_root() / pipeline_file(profile), render_dvc_yaml(profile)
+        if check:
+            if not path.is_file() or path.read_text() != text:
+                stale.append(pipeline_file(profile))
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            print(f"wrote {path}")
+    if stale:
+        print(f"out of date: {', '.join(stale)}: run `python -m memrl.pipeline dvc-yaml`")
+    return 1 if stale else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m memrl.pipeline", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     sub = ap.add_subparsers(dest="cmd", required=True)
-    for name in ("runs", "notebook"):
+    for name in ("params", "runs", "notebook", "repro"):
         p = sub.add_parser(name)
-        p.add_argument("family", choices=families.NAMES)
-        p.add_argument("--profile", default=None)
+        if name in ("runs", "notebook"):
+            p.add_argument("family", choices=families.NAMES)
+        p.add_argument("--profile", default="default", help="smoke | default | paper")
         if name == "runs":
             p.add_argument("--executor", choices=("process", "ray"), default=None)
     p = sub.add_parser("dvc-yaml")
-    p.add_argument("--check", action="store_true", help="fail if dvc.yaml is out of date")
-    sub.add_parser("repro", add_help=False)
+    p.add_argument("--check", action="store_true", help="fail if a dvc.yaml is out of date")
     args, rest = ap.parse_known_args(argv)
     if args.cmd == "repro":
-        return repro(rest)
+        return repro(args.profile, rest)  # the rest goes to dvc repro
     if rest:
         ap.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.cmd == "dvc-yaml":
-        path, text = repo_root() / "dvc.yaml", render_dvc_yaml()
-        if not args.check:
-            path.write_text(text)
-            print(f"wrote {path}")
-        elif path.read_text() != text:
-            print("dvc.yaml is out of date: run `python -m memrl.pipeline dvc-yaml`")
-            return 1
-        return 0
+        return _dvc_yaml_files(args.check)
     # DVC ignores SIGINT while a stage runs and its children inherit that: take it back, so
     # Ctrl-C (like SIGTERM) stops a stage cleanly
     signal.signal(signal.SIGINT, signal.default_int_handler)
     raise_on_sigterm()
+    what = getattr(args, "family", args.cmd)
     try:
-        if args.cmd == "runs":
-            print(f"{args.family}: {run_jobs(args.family, args.profile, executor=args.executor)}")
+        check_profile(args.profile)
+        if args.cmd == "params":
+            print(f"wrote {write_params(args.profile)}")
+        elif args.cmd == "runs":
+            report = run_jobs(args.family, args.profile, executor=args.executor)
+            print(f"{args.family}: {report}")
         else:
             print(f"wrote {run_notebook(args.family, args.profile)}")
+    except (ConfigError, FileNotFoundError) as err:  # bad parameters, a missing model or data
+        print(f"memrl: {err}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
-        print(f"\n{args.family}: interrupted; finished jobs are kept, results unchanged",
+        print(f"\n{what}: interrupted; finished jobs are kept, results unchanged",
               file=sys.stderr)  # fmt: skip
         return 130
     return 0

@@ -1,6 +1,6 @@
-"""Gather every family's claims into ``results/REPORT.md`` and ``results/report.json``.
+"""Gather every family's claims into ``<results>/REPORT.md`` and ``<results>/report.json``.
 
-    python -m memrl.report [results_dir]
+    python -m memrl.report [results/<profile>]      # default: results/default
 
 It only renders what the families' ``claims.json`` files say: numbers and
 verdicts were computed by the runs (see :mod:`memrl.stats.claims`).
@@ -145,9 +145,10 @@ def render(rows: list[dict[str, Any]]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m memrl.report", description=__doc__)
-    ap.add_argument("results", nargs="?", default=None, help="results folder (default: results/)")
+    ap.add_argument("results", nargs="?", default=None,
+                    help="a profile's results folder (default: results/default)")  # fmt: skip
     args = ap.parse_args(argv)
-    results = Path(args.results) if args.results else repo_root() / "results"
+    results = Path(args.results) if args.results else repo_root() / "results" / "default"
     rows = load_rows(results)
     report = [
         {

@@ -1,9 +1,9 @@
 """An offline results site: every claim in one table, each family's executed notebook as a
 page, figures inline — nothing loaded from the network.
 
-    python -m memrl.site [results] [--out DIR]      # make site
+    python -m memrl.site [results/<profile>] [--out DIR]      # make site
 
-It reads what the pipeline wrote (``<results>/<family>/claims.json``, the executed
+It reads what a profile's pipeline wrote (``<results>/<family>/claims.json``, the executed
 ``<family>.ipynb`` and ``figures/``), never trains, and writes ``<results>/site/``:
 ``index.html`` (verdict, coverage, our value and CI, the paper's value, links to the
 claim's figures and its notebook section) and ``<family>.html``. Notebook pages use
@@ -182,10 +182,11 @@ def check(site: Path) -> list[str]:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m memrl.site", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    ap.add_argument("results", nargs="?", type=Path, help="results folder (default: results/)")
+    ap.add_argument("results", nargs="?", type=Path,
+                    help="a profile's results folder (default: results/default)")  # fmt: skip
     ap.add_argument("--out", type=Path, help="default: <results>/site")
     a = ap.parse_args(argv)
-    results = a.results or repo_root() / "results"
+    results = a.results or repo_root() / "results" / "default"
     index_html = build(results, a.out or results / "site")
     print(f"wrote {index_html}")
 

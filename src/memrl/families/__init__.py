@@ -34,7 +34,7 @@ SRC = Path(__file__).resolve().parents[1]  # .../src/memrl
 class Plot:
     """A CSV table written by the family notebook, drawn by ``dvc plots show``."""
 
-    file: str  # under results/<family>/plots/
+    file: str  # under results/<profile>/<family>/plots/
     x: str
     y: tuple[str, ...]
     title: str
@@ -54,13 +54,14 @@ class Family:
     def plots(self) -> tuple[Plot, ...]:
         return tuple(self.module("tables").PLOTS)
 
-    @property
-    def results(self) -> str:
-        return f"results/{self.name}"
+    def results_dir(self, profile: str) -> str:
+        """Where the family's outputs for ``profile`` go (repo-relative): each profile has
+        a results tree of its own, so a smoke run never touches the default results."""
+        return f"results/{profile}/{self.name}"
 
-    @property
-    def runs_dir(self) -> str:
-        return f"{self.results}/runs"
+    def runs_dir(self, profile: str) -> str:
+        """The family's run store for ``profile``: one file per finished job."""
+        return f"{self.results_dir(profile)}/runs"
 
     def job_sources(self) -> list[str]:
         """Every source file the family's jobs may import (repo-relative), found by
