@@ -144,6 +144,11 @@ def test_plots_and_report_order_come_from_the_registry():
     for f in FAMILIES:  # each plot file is an output of its family's notebook stage
         outs = [next(iter(o)) for o in DVC["stages"][f.name]["outs"]]
         assert all(f"{res[f.name]}/plots/{p.file}" in outs for p in f.plots)
+    for p in DVC["plots"]:  # axis titles, and a colour per method (the template's)
+        spec = next(iter(p.values()))
+        assert spec["x_label"] and spec["y_label"] and spec["template"] == "memrl_lines"
+    template = json.loads((ROOT / ".dvc/plots/memrl_lines.json").read_text())
+    assert template["encoding"]["color"]["field"] == "field"  # the method, not the revision
     smoke = yaml.safe_load((ROOT / "results/smoke/dvc.yaml").read_text())
     nested = [next(iter(p)) for p in smoke["plots"]]  # relative to results/smoke/dvc.yaml
     assert nested == [d.removeprefix("results/default/") for d in declared]

@@ -264,9 +264,10 @@ def dvc_yaml(profile: str = "default") -> dict[str, Any]:
     here = "" if profile == "default" else f"{res}/"  # plots: relative to the dvc.yaml
     if here:  # a nested pipeline's stages run at the root
         stages = {name: {"wdir": "../..", **stage} for name, stage in stages.items()}
-    plots = [
+    plots = [  # .dvc/plots/memrl_lines.json: a colour per method, a dash per revision
         {f"{fam.results_dir(profile)}/plots/{p.file}".removeprefix(here): {
-            "x": p.x, "y": list(p.y), "title": p.title}}
+            "template": "memrl_lines", "x": p.x, "y": list(p.y), "title": p.title,
+            "x_label": p.x_label, "y_label": p.y_label}}
         for fam in families.FAMILIES
         for p in fam.plots
     ]  # fmt: skip

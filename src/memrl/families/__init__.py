@@ -36,8 +36,10 @@ class Plot:
 
     file: str  # under results/<profile>/<family>/plots/
     x: str
-    y: tuple[str, ...]
+    y: tuple[str, ...]  # one column per method (IQM over seeds): one colour each
     title: str
+    x_label: str  # the axes' titles, with units
+    y_label: str
 
 
 @dataclass(frozen=True)

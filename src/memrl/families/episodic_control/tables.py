@@ -11,7 +11,8 @@ from memrl.families import Plot
 
 PLOTS = tuple(
     Plot(f"{env}.csv", "step", methods,
-         f"Episodic control on {where}: training return (IQM over seeds)")
+         f"Episodic control on {where}: training return (IQM over seeds)",
+         "environment steps", "training return (mean of recent episodes)")
     for env, methods, where in [
         ("Breakout", ("DQN", "MFEC", "NEC"), "MinAtar Breakout"),
         ("SpaceInvaders", ("DQN", "MFEC"), "MinAtar Space Invaders"),

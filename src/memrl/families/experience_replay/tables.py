@@ -16,12 +16,17 @@ from memrl.stats.aggregate import iqm
 KINDS = ("q_replay", "cliffwalk", "per_dqn", "her", "rae")
 PLOTS = (
     Plot("q_replay.csv", "step", ("no replay", "fewest replays", "most replays"),
-         "Q-learning + replay: error to Q* (IQM over seeds)"),
+         "Q-learning + replay: error to Q* (IQM over seeds)", "environment steps",
+         "max |Q - Q*|"),
     Plot("cliffwalk.csv", "n_states", ("oracle", "prioritized", "uniform"),
-         "Blind Cliffwalk: median updates until learnt"),
-    Plot("per_dqn.csv", "step", ("DQN", "DQN+PER"), "DQN vs DQN+PER: training return"),
-    Plot("her.csv", "n_bits", ("DQN", "DQN+HER"), "Bit flipping: success rate"),
-    Plot("rae.csv", "step", RAE_CONDITIONS, "Replay across Experiments: training return"),
+         "Blind Cliffwalk: median updates until learnt", "states n (2^n transitions)",
+         "updates until learnt (median)"),
+    Plot("per_dqn.csv", "step", ("DQN", "DQN+PER"), "DQN vs DQN+PER: training return",
+         "environment steps", "training return (IQM over seeds)"),
+    Plot("her.csv", "n_bits", ("DQN", "DQN+HER"), "Bit flipping: success rate", "bits",
+         "success rate (greedy)"),
+    Plot("rae.csv", "step", RAE_CONDITIONS, "Replay across Experiments: training return",
+         "environment steps", "training return (IQM over seeds)"),
 )  # fmt: skip
 
 

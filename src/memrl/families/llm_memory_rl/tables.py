@@ -25,9 +25,11 @@ OPS = ("ADD", "NOOP", "UPDATE", "DELETE")  # as memrl.agents.memory_r1.OPS (a te
 
 PLOTS = (
     Plot("training_epochs.csv", "epoch", ("RLEM", "RLEM w/o bootstrap", "RLEM w/o discouraged"),
-         "REMEMBERER: training score per epoch (mean over runs)"),
+         "REMEMBERER: training score per epoch (mean over runs)", "epoch",
+         "WebShop score (0-1)"),
     Plot("agentfly_iterations.csv", "iteration", ("no memory", "non-parametric", "parametric"),
-         "AgentFly: best score per task so far, over iterations (mean over seeds)"),
+         "AgentFly: best score per task so far, over iterations (mean over seeds)",
+         "iteration", "best score so far (0-1)"),
 )  # fmt: skip
 
 

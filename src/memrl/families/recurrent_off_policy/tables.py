@@ -11,17 +11,20 @@ import pandas as pd
 from memrl.families import Plot
 from memrl.stats.aggregate import estimate
 
+STEPS, RETURN = "environment steps", "training return (last 10 episodes)"
 PLOTS = (
     Plot("Pendulum-V.csv", "step", ("SAC", "RSAC-LSTM", "RTD3-LSTM", "RSAC-LSTM-shared"),
-         "Pendulum-V (velocities only): training return (IQM over seeds)"),
+         "Pendulum-V (velocities only): training return (IQM over seeds)", STEPS, RETURN),
     Plot("Pendulum-P.csv", "step", ("SAC", "RSAC-LSTM"),
-         "Pendulum-P (positions only): training return (IQM over seeds)"),
+         "Pendulum-P (positions only): training return (IQM over seeds)", STEPS, RETURN),
     Plot("CartPole-P.csv", "step", ("PPO-LSTM",),
-         "CartPole-P (positions only): LSTM-PPO training return (IQM over seeds)"),
+         "CartPole-P (positions only): LSTM-PPO training return (IQM over seeds)", STEPS,
+         RETURN),
     Plot("PositionOnlyCartPoleEasy.csv", "step", ("SACD-GRU", "SACD-FFM"),
-         "POPGym PositionOnlyCartPoleEasy: training return (IQM over seeds)"),
+         "POPGym PositionOnlyCartPoleEasy: training return (IQM over seeds)", STEPS, RETURN),
     Plot("tmaze.csv", "length", ("SACD-GRU", "SACD-window"),
-         "Passive T-Maze: success rate against corridor length (IQM over seeds)"),
+         "Passive T-Maze: success rate against corridor length (IQM over seeds)",
+         "corridor length (= correlation horizon)", "success rate (greedy)"),
 )  # fmt: skip
 
 
