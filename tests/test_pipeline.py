@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import yaml
@@ -49,6 +50,16 @@ def test_a_profile_writes_only_into_its_own_results_tree(profile):
             (params,) = stage["params"]
             assert list(params) == [f"results/{profile}/params.yaml"]
     assert "params.yaml" in dvc["stages"]["params"]["deps"]
+
+
+def test_dvc_finds_every_profiles_pipeline():
+    """A nested dvc.yaml in a git-ignored folder is invisible to DVC: check it sees them."""
+    dvc = str(Path(sys.executable).parent / "dvc")
+    res = subprocess.run([dvc, "stage", "list", "--all"], cwd=ROOT, capture_output=True,
+                         text=True, check=True)  # fmt: skip
+    for profile in ("smoke", "paper"):
+        for stage in ("params", "runs_episodic_control", "report"):
+            assert f"results/{profile}/dvc.yaml:{stage} " in res.stdout, res.stdout
 
 
 def test_stages_depend_on_their_familys_resolved_parameters_only():
