@@ -266,14 +266,18 @@ def load_profile(profile: str, path: str | Path | None = None) -> dict[str, Any]
     return out
 
 
-def effective_params(profile: str, path: str | Path | None = None) -> dict[str, Any]:
-    """What ``profile`` runs with, every default and override resolved: the ``runtime``
-    block and one section per family, as plain data (what ``dvc params diff`` compares)."""
-    cfgs = load_profile(profile, path)
+def resolved(runtime: RuntimeParams, cfgs: Mapping[str, BaseModel]) -> dict[str, Any]:
+    """Validated parameters as plain data: the ``runtime`` block and one section per family."""
     return {
-        "runtime": load_runtime(path).model_dump(mode="json"),
+        "runtime": runtime.model_dump(mode="json"),
         **{family: cfg.model_dump(mode="json") for family, cfg in cfgs.items()},
     }
+
+
+def effective_params(profile: str, path: str | Path | None = None) -> dict[str, Any]:
+    """What ``profile`` runs with, every default and override resolved (what ``dvc params
+    diff`` compares): see :func:`resolved`."""
+    return resolved(load_runtime(path), load_profile(profile, path))
 
 
 def validate_all(path: str | Path | None = None) -> None:

@@ -42,10 +42,11 @@ from memrl.config import (
     PROFILES,
     ConfigError,
     check_profile,
-    effective_params,
     load_family,
+    load_profile,
     load_runtime,
     parse_overrides,
+    resolved,
 )
 from memrl.jobs import MissingRunsError, Report, RunStore, execute, raise_on_sigterm
 from memrl.runtime import atomic_write_text, cache_dir, repo_root
@@ -66,12 +67,12 @@ def preflight(profile: str) -> dict[str, Any]:
     """Every family's parameters for ``profile``, validated (all the families' errors in one
     message), and each family's own checks (e.g. a model or data set the profile names is
     on this machine): what must hold before any stage starts or deletes anything."""
-    params = effective_params(profile)
+    cfgs = load_profile(profile)  # each family validated once, its errors and the others'
     for fam in families.FAMILIES:
         check = getattr(fam.module("jobs"), "preflight", None)
         if check is not None:
-            check(load_family(fam.name, profile))
-    return params
+            check(cfgs[fam.name])
+    return resolved(load_runtime(), cfgs)
 
 
 def write_params(profile: str) -> Path:
