@@ -3,6 +3,7 @@
 #   make test    install, then lint, unit tests and nbval on every notebook
 #   make lab     JupyterLab on the notebooks, with the project's environment as kernel
 #   make site    results/<profile>/site/index.html: every claim and notebook, offline (no training)
+#   make plots   results/<profile>/dvc_plots.html: the dvc plots, drawn offline (REVS=... to overlay)
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 VENV ?= .venv
@@ -17,7 +18,7 @@ export TRANSFORMERS_OFFLINE := 1
 export DVC_NO_ANALYTICS := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install lock data profile repro test unit browser site nbval lint lab notebooks bench
+.PHONY: install lock data profile repro test unit browser site plots nbval lint lab notebooks bench
 
 # requirements.lock pins every version (constraints: the resolver has nothing left to search)
 CONSTRAINTS ?= -c requirements.lock
@@ -73,6 +74,12 @@ ifeq ($(PROFILE),default)
 	$(BIN)/dvc pull -q $(SITE_STAGES) || echo "dvc pull: some results are not published; the site shows what is here"
 endif
 	$(BIN)/python -m memrl.site results/$(PROFILE)
+
+# dvc plots without a network: DVC's page loads Vega from a CDN (blank offline); this draws
+# the same specs to SVG in-process (vl-convert). REVS="HEAD~3 main" overlays revisions
+REVS ?=
+plots: profile install
+	$(BIN)/python -m memrl.dvc_plots --profile $(PROFILE) $(REVS)
 
 nbval: data
 	MEMRL_PROGRESS=0 $(BIN)/python -m pytest -q -p no:cacheprovider --nbval-lax --nbval-current-env \

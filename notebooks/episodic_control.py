@@ -143,7 +143,7 @@ save_table(runs, out / "tables" / "runs.csv")
 save_table(curve_df, out / "tables" / "curves.csv")
 for name, df in tables.plot_data(curve_df).items():
     save_table(df, out / "plots" / name)
-save_claims(out, ec_claims.FAMILY, rows)
+save_claims(out, rows)
 
 # %% [markdown]
 # ## Coverage and trend: what this budget can show

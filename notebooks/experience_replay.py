@@ -208,7 +208,7 @@ for name, df in results.items():
     save_table(df, out / "tables" / f"{name}.csv")
 for name, df in tables.plot_data(cfg, results).items():
     save_table(df, out / "plots" / name)
-save_claims(out, er_claims.FAMILY, rows)
+save_claims(out, rows)
 
 # %% [markdown]
 # ## Coverage and trend: what this budget can show

@@ -215,7 +215,7 @@ save_table(mr1, out / "tables" / "memory_r1.csv")
 save_table(ops.reset_index(), out / "tables" / "memory_r1_ops.csv")
 for name, df in tables.plot_data(curves, iters).items():
     save_table(df, out / "plots" / name)
-save_claims(out, llm_claims.FAMILY, rows)
+save_claims(out, rows)
 
 # %% [markdown]
 # ## Coverage and trend: what this budget can show

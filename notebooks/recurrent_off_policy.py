@@ -163,7 +163,7 @@ save_table(curve_df, out / "tables" / "curves.csv")
 save_table(runs.timing, out / "tables" / "ffm_timing.csv")
 for name, df in tables.plot_data(curve_df, success).items():
     save_table(df, out / "plots" / name)
-save_claims(out, ro_claims.FAMILY, rows)
+save_claims(out, rows)
 
 # %% [markdown]
 # ## Coverage and trend: what this budget can show

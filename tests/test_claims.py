@@ -69,6 +69,22 @@ def test_episodic_control_refuses_runs_without_early_episodes():
         ec_tables.load(rows, ["Breakout"])
 
 
+def test_episodic_control_plot_tables_carry_ci_bands():
+    from memrl.stats.curves import CI_COLUMNS
+
+    curve = pd.DataFrame(
+        [{"env": env, "method": m, "step": s, "iqm": 1.0, "ci_low": 0.0, "ci_high": 2.0}
+         for env in ("Breakout", "CartPole") for m in ("NEC", "MFEC", "DQN", "MFEC r=1")
+         for s in (10, 20)]
+    )  # fmt: skip
+    made = ec_tables.plot_data(curve)
+    assert set(made) == {"Breakout.csv", "CartPole.csv"}
+    plots = {p.file: p for p in ec_tables.PLOTS}
+    for name, df in made.items():  # declared order; aggregation variants are not drawn
+        y = plots[name].y
+        assert list(df.columns) == ["step", *y, *(f"{m} {c}" for c in CI_COLUMNS for m in y)]
+
+
 # =========================================================================== experience replay
 def er_runs(cfg, good: bool) -> dict[str, pd.DataFrame]:
     rng = np.random.default_rng(1)
@@ -224,3 +240,33 @@ def test_every_claim_declares_regime_budget_and_trend():
         llm5.coverage == 1.0
         and len(llm5.trends[0].points) == cfg_of("llm_memory_rl").agentfly.iterations
     )
+
+
+def test_metrics_are_one_dense_file_per_claim(tmp_path):
+    """``dvc metrics show`` prints a row per file and a column per key: every claim's file has
+    the same keys, our IQM and CI are the claim's, and a claim gone since is removed."""
+    import json
+
+    from memrl.results import VERDICT_SCORE, save_claims
+
+    cfg = cfg_of("episodic_control")
+    rows = ec.claims(cfg, ec_runs(cfg, True))
+    (tmp_path / "metrics").mkdir()
+    (tmp_path / "metrics" / "EC-9.json").write_text("{}")
+    save_claims(tmp_path, rows)
+    files = sorted(p.name for p in (tmp_path / "metrics").iterdir())
+    assert files == [f"{r.claim.claim_id}.json" for r in rows]
+    for r in rows:
+        m = json.loads((tmp_path / "metrics" / f"{r.claim.claim_id}.json").read_text())
+        assert set(m) == {"iqm", "ci_low", "ci_high", "seeds", "coverage", "verdict_score"}
+        e = r.estimates[r.ours]
+        assert (m["iqm"], m["ci_low"], m["ci_high"], m["seeds"]) == (
+            e.iqm,
+            e.ci_low,
+            e.ci_high,
+            e.n,
+        )
+        assert m["verdict_score"] == VERDICT_SCORE[r.verdict]
+    assert [c["claim_id"] for c in json.loads((tmp_path / "claims.json").read_text())] == [
+        r.claim.claim_id for r in rows
+    ]

@@ -159,7 +159,10 @@ def test_plots_and_report_order_come_from_the_registry():
         spec = next(iter(p.values()))
         assert spec["x_label"] and spec["y_label"] and spec["template"] == "memrl_lines"
     template = json.loads((ROOT / ".dvc/plots/memrl_lines.json").read_text())
-    assert template["encoding"]["color"]["field"] == "field"  # the method, not the revision
+    band, line = template["layer"]  # the method's colour (not the revision's) on both marks
+    assert band["encoding"]["color"]["field"] == line["encoding"]["color"]["field"] == "field"
+    assert line["encoding"]["strokeDash"]["field"] == "rev"
+    assert band["mark"]["type"] == "area" and band["encoding"]["y2"]["field"] == "ci_high"
     smoke = yaml.safe_load((ROOT / "results/smoke/dvc.yaml").read_text())
     nested = [next(iter(p)) for p in smoke["plots"]]  # relative to results/smoke/dvc.yaml
     assert nested == [d.removeprefix("results/default/") for d in declared]

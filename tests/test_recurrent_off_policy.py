@@ -8,6 +8,7 @@ from memrl.families.recurrent_off_policy import claims as ro
 from memrl.families.recurrent_off_policy import jobs, tables
 from memrl.families.recurrent_off_policy.params import parse_method, short_env
 from memrl.stats.claims import INCONCLUSIVE, NOT_REPRODUCED, PARTIALLY, REPRODUCED
+from memrl.stats.curves import CI_COLUMNS
 
 
 def test_method_names_parse_into_algorithm_core_and_sharing():
@@ -152,16 +153,19 @@ def test_timing_claim_is_partial_below_the_papers_magnitude():
 def test_plot_tables_are_the_declared_dvc_plots():
     cfg = load_family("recurrent_off_policy", "default")
     curve = pd.DataFrame(
-        [{"env": short_env(e.env_id), "method": m, "step": s, "iqm": 1.0}
-         for e in cfg.envs for m in e.methods for s in (1, 2)]
+        [{"env": short_env(e.env_id), "method": m, "step": s, "iqm": 1.0, "ci_low": 0.5,
+          "ci_high": 1.5} for e in cfg.envs for m in e.methods for s in (1, 2)]
     )  # fmt: skip
     success = pd.DataFrame(
-        [{"method": m, "length": L, "iqm": 1.0} for m in cfg.tmaze.methods for L in cfg.tmaze.lengths]
+        [{"method": m, "length": L, "iqm": 1.0, "ci_low": 0.5, "ci_high": 1.5}
+         for m in cfg.tmaze.methods for L in cfg.tmaze.lengths]
     )  # fmt: skip
     made = tables.plot_data(curve, success)
     assert set(made) == {p.file for p in tables.PLOTS}
-    for p in tables.PLOTS:
-        assert {p.x, *p.y} == set(made[p.file].columns), p.file
+    for p in tables.PLOTS:  # the declared methods in order, then their CI bands
+        bands = [f"{m} {c}" for c in CI_COLUMNS for m in p.y]
+        assert list(made[p.file].columns) == [p.x, *p.y, *bands], p.file
+        assert (made[p.file][[f"{m} ci_high" for m in p.y]] == 1.5).all().all()
 
 
 def test_grid_has_one_job_per_run_and_the_timing():

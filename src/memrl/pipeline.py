@@ -258,7 +258,7 @@ def dvc_yaml(profile: str = "default") -> dict[str, Any]:
             + [fam.runs_dir(profile)],
             "params": [{resolved: [f]}],
             "outs": outs,
-            "metrics": [{f"{out}/metrics.json": _uncached()}],
+            "metrics": [{f"{out}/metrics": _uncached()}],  # one file per claim
         }
     stages["report"] = {
         "cmd": f"python -m memrl.report {res}",

@@ -42,20 +42,28 @@ def save_figure(fig, path: Path) -> None:
         fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
 
 
-def save_claims(out: Path, family: str, rows: Sequence[ClaimResult]) -> None:
-    """``claims.json`` (full rows, read by the report) and ``metrics.json`` (for ``dvc metrics``)."""
+def save_claims(out: Path, rows: Sequence[ClaimResult]) -> None:
+    """``claims.json`` (full rows, read by the report) and ``metrics/`` (see :func:`save_metrics`)."""
     full = [r.to_row() for r in rows]
     atomic_write_json(out / "claims.json", full)
-    metrics = {
-        r["claim_id"]: {
-            "iqm": r["ours"]["iqm"],
-            "ci_low": r["ours"]["ci_low"],
-            "ci_high": r["ours"]["ci_high"],
-            "verdict_score": VERDICT_SCORE[r["verdict"]],
-        }
-        for r in full
-    }
-    atomic_write_json(out / "metrics.json", {family: metrics})
+    save_metrics(out / "metrics", full)
+
+
+def save_metrics(folder: Path, rows: Sequence[dict]) -> None:
+    """For ``dvc metrics``: one file per claim (``<claim_id>.json``), all with the same keys,
+    so ``dvc metrics show`` prints one dense row per claim: our IQM, its 95% CI, seeds,
+    coverage of the paper's budget and the verdict score. ``rows`` are ``claims.json``'s."""
+    folder.mkdir(parents=True, exist_ok=True)
+    names = {f"{r['claim_id']}.json" for r in rows}
+    for stale in folder.glob("*.json"):  # a claim renamed or dropped since the last run here
+        if stale.name not in names:
+            stale.unlink()
+    for r in rows:
+        ours = r["estimates"][r["ours_name"]]
+        metrics = {k: ours[k] for k in ("iqm", "ci_low", "ci_high")}
+        metrics |= {"seeds": ours["n"], "coverage": r["coverage"],
+                    "verdict_score": VERDICT_SCORE[r["verdict"]]}  # fmt: skip
+        atomic_write_json(folder / f"{r['claim_id']}.json", metrics)
 
 
 def claims_table(rows: Sequence[ClaimResult], digits: int = 3) -> pd.DataFrame:

@@ -64,6 +64,20 @@ def iqm_curves(
     return pd.DataFrame(rows)
 
 
+CI_COLUMNS = ("ci_low", "ci_high")  # "<method> ci_low" beside a method's column: its band
+
+
+def wide(curves: pd.DataFrame, x: str, methods: Sequence[str], by: str = "method") -> pd.DataFrame:
+    """A long table (``x``, ``by``, iqm, ci_low, ci_high) as ``dvc plots`` reads it: ``x``,
+    one IQM column per method of ``methods`` present (in that order), then each one's 95% CI
+    as ``"<method> ci_low"`` and ``"<method> ci_high"`` (the band of ``.dvc/plots/memrl_lines.json``)."""
+    present = [m for m in methods if m in set(curves[by])]
+    out = curves.pivot(index=x, columns=by, values="iqm")[present]
+    for c in CI_COLUMNS:
+        out = out.join(curves.pivot(index=x, columns=by, values=c)[present].add_suffix(f" {c}"))
+    return out.reset_index()
+
+
 def checkpoint_windows(
     episode_returns: Sequence[float],
     episode_lengths: Sequence[int],

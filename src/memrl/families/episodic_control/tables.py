@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 
 from memrl.families import Plot
+from memrl.stats.curves import wide
 
 PLOTS = tuple(
     Plot(f"{env}.csv", "step", methods,
@@ -39,9 +40,6 @@ def load(results: Sequence[dict[str, Any]], env_order: Sequence[str]) -> pd.Data
 
 
 def plot_data(curve_df: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """Wide per-env tables (step, one IQM column per method) for ``dvc plots``."""
-    out = {}
-    for env, g in curve_df.groupby("env", sort=False):
-        wide = g.pivot(index="step", columns="method", values="iqm").reset_index()
-        out[f"{env}.csv"] = wide[["step", *[m for m in ("DQN", "MFEC", "NEC") if m in wide]]]
-    return out
+    """Wide per-env tables (step, one IQM column per method, then their 95% CIs) for ``dvc plots``."""
+    return {f"{env}.csv": wide(g, "step", ("DQN", "MFEC", "NEC"))
+            for env, g in curve_df.groupby("env", sort=False)}  # fmt: skip

@@ -10,6 +10,7 @@ import pandas as pd
 
 from memrl.families import Plot
 from memrl.stats.aggregate import estimate
+from memrl.stats.curves import wide
 
 STEPS, RETURN = "environment steps", "training return (last 10 episodes)"
 PLOTS = (
@@ -70,11 +71,12 @@ def tmaze_success(runs: Runs, reps: int) -> pd.DataFrame:
 
 def plot_data(curve_df: pd.DataFrame, success_df: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """Wide tables for ``dvc plots`` (see :data:`PLOTS`): per env (step, one IQM column per
-    method) and T-Maze success (length, one column per method)."""
+    method) and T-Maze success (length, one column per method), each with its 95% CI."""
+    plots = {p.file: p for p in PLOTS}
     out = {}
     for env, g in curve_df.groupby("env", sort=False):
-        out[f"{env}.csv"] = g.pivot(index="step", columns="method", values="iqm").reset_index()
+        methods = plots[f"{env}.csv"].y if f"{env}.csv" in plots else sorted(set(g.method))
+        out[f"{env}.csv"] = wide(g, "step", methods)
     if len(success_df):
-        wide = success_df.pivot(index="length", columns="method", values="iqm").reset_index()
-        out["tmaze.csv"] = wide
+        out["tmaze.csv"] = wide(success_df, "length", plots["tmaze.csv"].y)
     return out
