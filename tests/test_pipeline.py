@@ -196,13 +196,20 @@ def test_results_outlive_a_failed_or_interrupted_notebook_stage(tmp_path, monkey
     def full_run(src, dst, parameters, **kw):
         staged = tmp_path / parameters["output_dir"]
         (staged / "plots").mkdir(parents=True)
-        (staged / "plots" / "CartPole.csv").write_text("new")
+        (staged / "plots" / "CartPole.csv").write_text("step,NEC,DQN\n1,2.0,3.0\n")
         (staged / "claims.json").write_text("[2]")
 
     monkeypatch.setattr(papermill, "execute_notebook", full_run)
     pipeline.run_notebook(fam.name, "smoke")
     assert (out / "claims.json").read_text() == "[2]"
-    assert (out / "plots" / "CartPole.csv").read_text() == "new"
+    # every declared plot column exists (DVC refuses a plot whose field is missing): a
+    # method the profile did not run is an empty column, a plot without data header-only
+    plots = {p.file: p for p in fam.plots}
+    assert (out / "plots" / "CartPole.csv").read_text() == "step,NEC,DQN,MFEC\n1,2.0,3.0,\n"
+    assert set(plots["CartPole.csv"].y) == {"NEC", "DQN", "MFEC"}
+    for name, plot in plots.items():
+        if name != "CartPole.csv":
+            assert (out / "plots" / name).read_text() == ",".join((plot.x, *plot.y)) + "\n"
 
 
 def test_stored_runs_of_another_profile_or_other_parameters_are_refused(tmp_path):

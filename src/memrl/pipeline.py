@@ -178,15 +178,30 @@ def run_notebook(family: str, profile: str = "default") -> Path:
             progress_bar=False,
             cwd=str(root),
         )
-        for plot in fam.plots:  # one the profile has no data for (e.g. an env smoke skips):
-            csv = staging / "plots" / plot.file  # header only, so DVC's declared outs exist
-            if not csv.exists():
-                csv.parent.mkdir(parents=True, exist_ok=True)
-                csv.write_text(",".join((plot.x, *plot.y)) + "\n")
+        for plot in fam.plots:
+            _complete_plot(staging / "plots" / plot.file, plot)
         _publish(staging, out)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return out
+
+
+def _complete_plot(csv: Path, plot: families.Plot) -> None:
+    """Make ``csv`` hold every column ``plot`` declares: a method the profile did not run
+    (e.g. smoke's fewer ablations) gets an empty column, so DVC draws the others instead of
+    refusing the plot; a file the profile has no data for at all (an env smoke skips) is
+    written header-only, so DVC's declared outputs exist."""
+    import pandas as pd
+
+    cols = [plot.x, *plot.y]
+    if not csv.exists():
+        csv.parent.mkdir(parents=True, exist_ok=True)
+        csv.write_text(",".join(cols) + "\n")
+        return
+    df = pd.read_csv(csv)
+    missing = [c for c in cols if c not in df.columns]
+    if missing:
+        df.assign(**dict.fromkeys(missing, float("nan"))).to_csv(csv, index=False)
 
 
 def _publish(staging: Path, out: Path) -> None:
