@@ -27,7 +27,7 @@ from memrl.runtime import atomic_write_text, repo_root
 
 def plot_files(profile: str) -> list[str]:
     """The profile's declared plot CSVs (repo-relative), in report order."""
-    return [f"{f.results_dir(profile)}/plots/{p.file}" for f in families.FAMILIES for p in f.plots]
+    return [f.plot_path(profile, p) for f in families.FAMILIES for p in f.plots]
 
 
 def filled_specs(revs: list[str]) -> tuple[dict[str, dict], list[dict]]:
@@ -50,10 +50,10 @@ def page(profile: str, revs: list[str], svgs: dict[str, str], missing: list[str]
     """The static page: per family, its plots' SVGs; then what could not be drawn."""
     sections = []
     for fam in families.FAMILIES:
+        drawn = [f for f in (fam.plot_path(profile, p) for p in fam.plots) if f in svgs]
         figs = [
             f'<figure id="{html.escape(Path(f).stem)}">{svgs[f]}<figcaption>{html.escape(f)}</figcaption></figure>'
-            for f in plot_files(profile)
-            if f.startswith(fam.results_dir(profile) + "/") and f in svgs
+            for f in drawn
         ]
         if figs:
             sections.append(f"<h2>{html.escape(fam.title)}</h2>\n" + "\n".join(figs))

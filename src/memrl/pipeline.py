@@ -69,9 +69,7 @@ def preflight(profile: str) -> dict[str, Any]:
     on this machine): what must hold before any stage starts or deletes anything."""
     cfgs = load_profile(profile)  # each family validated once, its errors and the others'
     for fam in families.FAMILIES:
-        check = getattr(fam.module("jobs"), "preflight", None)
-        if check is not None:
-            check(cfgs[fam.name])
+        fam.preflight(cfgs[fam.name])
     return resolved(load_runtime(), cfgs)
 
 
@@ -99,9 +97,7 @@ def run_jobs(
     fam = families.get(family)
     cfg = load_family(family, profile, overrides=overrides)
     rt = load_runtime()
-    check = getattr(fam.module("jobs"), "preflight", None)
-    if check is not None:
-        check(cfg)  # e.g. a missing model or data set fails here, before any job
+    fam.preflight(cfg)  # e.g. a missing model or data set fails here, before any job
     specs = fam.grid(cfg)
     store = RunStore(store_dir if store_dir is not None else repo_root() / fam.runs_dir(profile))
     store.root.mkdir(parents=True, exist_ok=True)
@@ -264,7 +260,7 @@ def dvc_yaml(profile: str = "default") -> dict[str, Any]:
         outs: list[Any] = [{f"{out}/{f}.ipynb": {"persist": True}}]
         outs += [{f"{out}/{d}": {"persist": True}} for d in NOTEBOOK_OUTPUTS]
         outs += [{f"{out}/claims.json": _uncached()}]
-        outs += [{f"{out}/plots/{p.file}": _uncached()} for p in fam.plots]
+        outs += [{fam.plot_path(profile, p): _uncached()} for p in fam.plots]
         stages[f] = {
             "cmd": f"{py} notebook {f} --profile {profile}",
             "deps": [f"notebooks/{f}.ipynb"]
@@ -286,7 +282,7 @@ def dvc_yaml(profile: str = "default") -> dict[str, Any]:
     if here:  # a nested pipeline's stages run at the root
         stages = {name: {"wdir": "../..", **stage} for name, stage in stages.items()}
     plots = [  # .dvc/plots/memrl_lines.json: a colour per method, a dash per revision
-        {f"{fam.results_dir(profile)}/plots/{p.file}".removeprefix(here): {
+        {fam.plot_path(profile, p).removeprefix(here): {
             "template": "memrl_lines", "x": p.x, "y": list(p.y), "title": p.title,
             "x_label": p.x_label, "y_label": p.y_label}}
         for fam in families.FAMILIES

@@ -65,6 +65,17 @@ class Family:
         """The family's run store for ``profile``: one file per finished job."""
         return f"{self.results_dir(profile)}/runs"
 
+    def plot_path(self, profile: str, plot: Plot) -> str:
+        """Where the notebook writes ``plot``'s CSV for ``profile`` (repo-relative)."""
+        return f"{self.results_dir(profile)}/plots/{plot.file}"
+
+    def preflight(self, cfg: Any) -> None:
+        """The family's own checks on ``cfg`` before any job runs (``jobs.preflight``, if it
+        has one: e.g. the model or data set the profile names is on this machine)."""
+        check = getattr(self.module("jobs"), "preflight", None)
+        if check is not None:
+            check(cfg)
+
     def job_sources(self) -> list[str]:
         """Every source file the family's jobs may import (repo-relative), found by
         following ``jobs.py``'s ``memrl`` imports, function-level ones included."""

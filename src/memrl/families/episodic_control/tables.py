@@ -40,6 +40,8 @@ def load(results: Sequence[dict[str, Any]], env_order: Sequence[str]) -> pd.Data
 
 
 def plot_data(curve_df: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """Wide per-env tables (step, one IQM column per method, then their 95% CIs) for ``dvc plots``."""
-    return {f"{env}.csv": wide(g, "step", ("DQN", "MFEC", "NEC"))
+    """Wide per-env tables (step, one IQM column per declared method, then their 95% CIs)
+    for ``dvc plots`` (see :data:`PLOTS`)."""
+    methods = {p.file: p.y for p in PLOTS}  # an env params.yaml adds: every method it ran
+    return {f"{env}.csv": wide(g, "step", methods.get(f"{env}.csv", ("DQN", "MFEC", "NEC")))
             for env, g in curve_df.groupby("env", sort=False)}  # fmt: skip
