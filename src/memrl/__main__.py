@@ -2,6 +2,7 @@
 
     python -m memrl list <family> [--profile P] [--set key=value ...]
     python -m memrl run  <family> <job> [--seed N] [--profile P] [--set key=value ...] [--store DIR]
+    python -m memrl estimate [family ...] [--profile P] [--set key=value ...] [--fresh]
 
 ``<job>`` selects one job of the family's grid by the words of its label (``list``
 prints them), e.g. ``"RSAC-LSTM Pendulum-V"``; ``--seed`` picks the seed. ``--set``
@@ -11,6 +12,11 @@ overrides one of the family's parameters for this run (a dotted path in its sect
 so an unknown key or a wrong type fails before anything runs. The result is stored
 (atomically, under its job key) in ``--store``, by default ``<cache>/runs/cli/<family>``,
 never in the pipeline's stores, and a second run of the same job reuses it.
+
+``estimate`` prices what ``make repro`` would run (every family, or those named; ``--set``
+needs one family): core-seconds and wall time of the jobs not yet stored, predicted from
+the stored runs' measured seconds (:mod:`memrl.estimate`), before anything is trained;
+``--fresh`` prices every job, as a fresh clone would run them.
 """
 
 from __future__ import annotations
@@ -87,6 +93,27 @@ def _elapsed(desc: str, stop: threading.Event) -> None:
             bar.update(1)
 
 
+def _estimate(names: list[str], profile: str, sets: list[str], fresh: bool = False) -> int:
+    from memrl import families
+    from memrl.config import ConfigError, load_runtime
+    from memrl.estimate import estimate_family, render
+
+    try:
+        names = names or list(families.NAMES)
+        for name in names:
+            families.get(name)
+        if sets and len(names) != 1:
+            raise ValueError("--set changes one family's parameters: name that family")
+        workers = load_runtime().workers
+        out = [estimate_family(n, profile, family_params(n, profile, sets), workers, fresh=fresh)
+               for n in names]  # fmt: skip
+    except (ValueError, ConfigError) as err:
+        print(err, file=sys.stderr)
+        return 2
+    print(render(out, profile, fresh=fresh))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m memrl", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
@@ -100,7 +127,14 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--store", type=Path, help="result folder (default: the cache's)")
         p.add_argument("--profile", default="default", help="smoke | default | paper")
         p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    p = sub.add_parser("estimate", help="price the jobs not yet stored, from stored runs")
+    p.add_argument("families", nargs="*", help="default: every family")
+    p.add_argument("--profile", default="default", help="smoke | default | paper")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--fresh", action="store_true", help="every job, as on a fresh clone")
     a = ap.parse_args(argv)
+    if a.cmd == "estimate":
+        return _estimate(a.families, a.profile, a.set, a.fresh)
 
     from memrl import families
     from memrl.config import ConfigError

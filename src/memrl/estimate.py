@@ -1,0 +1,211 @@
+"""What a profile will cost before it runs: core-seconds and wall time per family, from
+the stored runs' measured seconds.
+
+Every job declares a rough ``cost`` that scales with its budget (env steps, bits x steps,
+...). Each stored record gives the seconds one unit of cost took for its *job group* (the
+label without its seed or run number, e.g. ``RSAC-LSTM · Pendulum-V``), so a job not yet
+stored is predicted as ``cost x`` the median seconds-per-cost of its group — from this
+profile's store first, then from another profile's — and failing that from its family's
+median (marked *rough*). A changed budget (``--set envs.0.total_timesteps=50000``) is
+therefore priced from the runs at the old budget. Wall time packs the jobs to run on the
+profile's ``workers`` processes, longest first, as the executor does; the notebook stages
+are not modelled.
+
+    python -m memrl estimate [family ...] [--profile P] [--set key=value ...] [--fresh]
+
+The stored seconds were measured with every worker busy, so they already include the
+slowdown of sharing the machine; they carry the machine's day-to-day noise (+-20% here).
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import re
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memrl.jobs import JobSpec, RunStore
+
+_SEED = re.compile(r" · (seed|run) \d+$")
+
+
+def job_group(label: str) -> str:
+    """A job's label without its seed or run number: the unit its speed is calibrated on."""
+    return _SEED.sub("", label)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """One job's expected seconds and where the figure comes from.
+
+    :param basis: ``"stored"`` (its result is in the store: nothing to run; with
+        ``fresh``, ``"measured"``: the stored run's own seconds), ``"group"``
+        (measured runs of its group, this profile), ``"group, <profile>"`` (of its group
+        in another profile), ``"family"`` (its family's median rate: rough) or
+        ``"unknown"`` (no measured run of the family at all)
+    """
+
+    spec: JobSpec
+    seconds: float | None
+    basis: str
+
+
+@dataclass
+class FamilyEstimate:
+    """A family's jobs and what those not yet stored are expected to cost."""
+
+    family: str
+    workers: int
+    predictions: list[Prediction] = field(default_factory=list)
+
+    @property
+    def todo(self) -> list[Prediction]:
+        return [p for p in self.predictions if p.basis != "stored"]
+
+    @property
+    def core_seconds(self) -> float:
+        return sum(p.seconds or 0.0 for p in self.todo)
+
+    @property
+    def wall_seconds(self) -> float:
+        return packed_wall([p.seconds or 0.0 for p in self.todo], self.workers)
+
+    def groups(self) -> list[tuple[str, int, float]]:
+        """(job group, jobs to run, predicted core-s), costliest first."""
+        acc: dict[str, list[float]] = defaultdict(list)
+        for p in self.todo:
+            acc[job_group(p.spec.name)].append(p.seconds or 0.0)
+        return sorted(((g, len(v), sum(v)) for g, v in acc.items()), key=lambda x: -x[2])
+
+
+def packed_wall(seconds: Iterable[float], workers: int) -> float:
+    """Wall time of running jobs of these durations on ``workers`` processes, longest first,
+    each starting on the first free worker (the executor's order)."""
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
+    free = [0.0] * workers
+    for s in sorted(seconds, reverse=True):
+        heapq.heapreplace(free, free[0] + s)
+    return max(free)
+
+
+def rates(records: Iterable[dict[str, Any]]) -> dict[str, list[float]]:
+    """Seconds per unit of declared cost, by job group, of stored records."""
+    out: dict[str, list[float]] = defaultdict(list)
+    for rec in records:
+        spec, seconds = rec.get("spec") or {}, rec.get("seconds")
+        cost, label = spec.get("cost"), spec.get("label")
+        if not label or not isinstance(seconds, int | float) or not cost or cost <= 0:
+            continue
+        out[job_group(label)].append(float(seconds) / float(cost))
+    return out
+
+
+def read_records(folder: str | Path) -> list[dict[str, Any]]:
+    """Every readable run record in a store folder (stale ones too: their speed still counts)."""
+    out = []
+    for path in sorted(Path(folder).glob("[!.]*.json")):
+        if path.name == "manifest.json":
+            continue
+        try:
+            out.append(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def predict(
+    specs: Sequence[JobSpec],
+    store: RunStore,
+    calibration: Sequence[tuple[str, dict[str, list[float]]]],
+    fresh: bool = False,
+) -> list[Prediction]:
+    """Each job's prediction: stored, or ``cost x`` its group's median seconds-per-cost from
+    the first source in ``calibration`` (``(name, rates)``; name ``""`` for this profile)
+    that has the group, else the family's median rate over every source. ``fresh``: as on
+    a fresh clone with no stored runs (a stored job costs its measured seconds)."""
+    every = [r for _, src in calibration for v in src.values() for r in v]
+    family_rate = statistics.median(every) if every else None
+    out = []
+    for spec in specs:
+        rec = store.load(spec)
+        if rec is not None:
+            measured = float(rec["seconds"]) if fresh else 0.0
+            out.append(Prediction(spec, measured, "measured" if fresh else "stored"))
+            continue
+        group = job_group(spec.name)
+        found = next(((name, src[group]) for name, src in calibration if src.get(group)), None)
+        if found is not None:
+            name, group_rates = found
+            basis = f"group, {name}" if name else "group"
+            out.append(Prediction(spec, statistics.median(group_rates) * spec.cost, basis))
+        elif family_rate is not None:
+            out.append(Prediction(spec, family_rate * spec.cost, "family"))
+        else:
+            out.append(Prediction(spec, None, "unknown"))
+    return out
+
+
+def estimate_family(
+    family: str, profile: str, cfg: Any, workers: int, stores: Path | None = None,
+    fresh: bool = False,
+) -> FamilyEstimate:  # fmt: skip
+    """Predictions for every job of ``family``'s grid under ``cfg`` (see the module doc);
+    ``fresh``: every job, as a fresh clone's ``make repro`` would run them.
+
+    :param stores: the folder holding ``<profile>/<family>/runs`` (default: the repo's
+        ``results``), for tests"""
+    from memrl import families
+    from memrl.profiles import PROFILES
+    from memrl.runtime import repo_root
+
+    fam = families.get(family)
+    root = stores if stores is not None else repo_root() / "results"
+
+    def runs(p: str) -> Path:
+        return root / p / family / "runs"
+
+    calibration = [("", rates(read_records(runs(profile))))]
+    calibration += [(p, rates(read_records(runs(p)))) for p in PROFILES if p != profile]
+    specs = fam.grid(cfg)
+    store = RunStore(runs(profile))
+    return FamilyEstimate(family, workers, predict(specs, store, calibration, fresh))
+
+
+def _duration(seconds: float) -> str:
+    minutes = seconds / 60
+    return f"{minutes:,.1f} min" if minutes < 120 else f"{minutes / 60:,.1f} h"
+
+
+def render(
+    estimates: Sequence[FamilyEstimate], profile: str, top: int = 6, fresh: bool = False
+) -> str:
+    """The estimate as text: one line per family, its costliest job groups, and the total."""
+    what = "every job (as on a fresh clone)" if fresh else "jobs not yet stored"
+    lines = [f"profile {profile}: {what}, predicted from the stored runs' seconds"]
+    total_cs = total_wall = 0.0
+    for e in estimates:
+        todo = e.todo
+        rough = sum(p.basis in ("family", "unknown") for p in todo)
+        unknown = sum(p.basis == "unknown" for p in todo)
+        lines.append(
+            f"\n{e.family}: {len(e.predictions)} jobs, {len(e.predictions) - len(todo)} stored, "
+            f"{len(todo)} to run: {e.core_seconds:,.0f} core-s, {_duration(e.wall_seconds)} "
+            f"on {e.workers} workers"
+            + (f" ({rough} priced roughly from the family's median rate)" if rough else "")
+            + (f" ({unknown} unknown: no measured run)" if unknown else "")
+        )
+        for group, n, cs in e.groups()[:top]:
+            lines.append(f"  {cs:9,.0f} core-s  {n:3d} x {group}")
+        total_cs += e.core_seconds
+        total_wall += e.wall_seconds
+    lines.append(
+        f"\ntotal: {total_cs:,.0f} core-s, {_duration(total_wall)} of job stages "
+        "(families run one after another; notebook stages not included)"
+    )
+    return "\n".join(lines)
