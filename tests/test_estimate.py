@@ -54,14 +54,20 @@ def test_unmeasured_groups_fall_back_to_other_profiles_then_the_family(tmp_path)
     assert (pu.basis, pu.seconds) == ("unknown", None)
 
 
-def test_render_sums_families_and_names_rough_prices(tmp_path) -> None:
-    store = RunStore(tmp_path / "empty")
-    preds = predict([spec("A · seed 0", 60, 1), spec("B · seed 0", 60, 2)], store,
-                    [("", {"A": [1.0]})])  # fmt: skip
+def test_summary_and_render_name_what_is_left_and_how_it_was_priced(tmp_path) -> None:
+    store = RunStore(tmp_path / "runs")
+    a, b = spec("A · seed 0", 60, 1), spec("B · seed 0", 60, 2)
+    preds = predict([a, b], store, [("", {"A": [1.0]})])
     text = render([FamilyEstimate("fam", 2, preds)], "default")
-    assert "fam: 2 jobs, 0 stored, 2 to run: 120 core-s, 1.0 min on 2 workers" in text
-    assert "(1 priced roughly" in text
+    assert "fam: 2 of 2 jobs to run, ~120 core-s, ~1.0 min on 2 workers" in text
+    assert "1 roughly, from the family's median rate" in text
     assert "total: 120 core-s" in text
+    store.save(a, {"x": 1}, 5.0)
+    store.save(b, {"x": 1}, 5.0)
+    done = FamilyEstimate("fam", 2, predict([a, b], store, [("", {})]))
+    assert done.summary() == "fam: all 2 jobs already stored"
+    unpriced = FamilyEstimate("fam", 2, predict([spec("C · seed 0", 1, 3)], store, [("", {})]))
+    assert "1 not priced: no measured run" in unpriced.summary()
 
 
 def test_cli_prices_the_real_grid_and_rejects_bad_input(capsys) -> None:

@@ -75,6 +75,22 @@ class FamilyEstimate:
     def wall_seconds(self) -> float:
         return packed_wall([p.seconds or 0.0 for p in self.todo], self.workers)
 
+    def summary(self) -> str:
+        """One line: how many jobs are left to run and what they are expected to cost."""
+        todo = self.todo
+        if not todo:
+            return f"{self.family}: all {len(self.predictions)} jobs already stored"
+        head = f"{self.family}: {len(todo)} of {len(self.predictions)} jobs to run"
+        unknown = sum(p.seconds is None for p in todo)
+        rough = sum(p.basis == "family" for p in todo)
+        return (
+            f"{head}, ~{self.core_seconds:,.0f} core-s, ~{_duration(self.wall_seconds)} on "
+            f"{self.workers} workers (priced from the stored runs' seconds"
+            + (f"; {rough} roughly, from the family's median rate" if rough else "")
+            + (f"; {unknown} not priced: no measured run" if unknown else "")
+            + ")"
+        )
+
     def groups(self) -> list[tuple[str, int, float]]:
         """(job group, jobs to run, predicted core-s), costliest first."""
         acc: dict[str, list[float]] = defaultdict(list)
@@ -190,16 +206,7 @@ def render(
     lines = [f"profile {profile}: {what}, predicted from the stored runs' seconds"]
     total_cs = total_wall = 0.0
     for e in estimates:
-        todo = e.todo
-        rough = sum(p.basis in ("family", "unknown") for p in todo)
-        unknown = sum(p.basis == "unknown" for p in todo)
-        lines.append(
-            f"\n{e.family}: {len(e.predictions)} jobs, {len(e.predictions) - len(todo)} stored, "
-            f"{len(todo)} to run: {e.core_seconds:,.0f} core-s, {_duration(e.wall_seconds)} "
-            f"on {e.workers} workers"
-            + (f" ({rough} priced roughly from the family's median rate)" if rough else "")
-            + (f" ({unknown} unknown: no measured run)" if unknown else "")
-        )
+        lines.append(f"\n{e.summary()}")
         for group, n, cs in e.groups()[:top]:
             lines.append(f"  {cs:9,.0f} core-s  {n:3d} x {group}")
         total_cs += e.core_seconds

@@ -102,6 +102,10 @@ def run_jobs(
     store = RunStore(store_dir if store_dir is not None else repo_root() / fam.runs_dir(profile))
     store.root.mkdir(parents=True, exist_ok=True)
     (store.root / "manifest.json").unlink(missing_ok=True)  # written again once all are in
+    if store_dir is None:  # what this stage is about to run, priced from the stored runs
+        from memrl.estimate import estimate_family
+
+        print(estimate_family(family, profile, cfg, rt.workers).summary(), flush=True)
     report = execute(specs, store, executor, rt.workers, rt.torch_threads, desc=family)
     store.prune(specs)
     store.write_manifest(
