@@ -50,6 +50,8 @@ def test_unmeasured_groups_fall_back_to_other_profiles_then_the_family(tmp_path)
     pa, pb = predict([a, b], store, cal)
     assert (pa.basis, pa.seconds) == ("group, smoke", 20.0)
     assert (pb.basis, pb.seconds) == ("family", 20.0)  # the family's median rate
+    summary = FamilyEstimate("fam", 1, [pa, pb]).summary()
+    assert "1 from another profile's runs" in summary and "1 roughly" in summary
     (pu,) = predict([b], store, [("", {})])
     assert (pu.basis, pu.seconds) == ("unknown", None)
 

@@ -83,9 +83,11 @@ class FamilyEstimate:
         head = f"{self.family}: {len(todo)} of {len(self.predictions)} jobs to run"
         unknown = sum(p.seconds is None for p in todo)
         rough = sum(p.basis == "family" for p in todo)
+        other = sum(p.basis.startswith("group, ") for p in todo)
         return (
             f"{head}, ~{self.core_seconds:,.0f} core-s, ~{_duration(self.wall_seconds)} on "
             f"{self.workers} workers (priced from the stored runs' seconds"
+            + (f"; {other} from another profile's runs, whose sizes may differ" if other else "")
             + (f"; {rough} roughly, from the family's median rate" if rough else "")
             + (f"; {unknown} not priced: no measured run" if unknown else "")
             + ")"
