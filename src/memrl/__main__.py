@@ -99,14 +99,12 @@ def _estimate(names: list[str], profile: str, sets: list[str], fresh: bool = Fal
     from memrl.estimate import estimate_family, render
 
     try:
-        names = names or list(families.NAMES)
-        for name in names:
-            families.get(name)
-        if sets and len(names) != 1:
+        fams = [families.get(n) for n in names or families.NAMES]
+        if sets and len(fams) != 1:
             raise ValueError("--set changes one family's parameters: name that family")
         workers = load_runtime().workers
-        out = [estimate_family(n, profile, family_params(n, profile, sets), workers, fresh=fresh)
-               for n in names]  # fmt: skip
+        out = [estimate_family(f.name, profile, f.grid(family_params(f.name, profile, sets)),
+                               workers, fresh=fresh) for f in fams]  # fmt: skip
     except (ValueError, ConfigError) as err:
         print(err, file=sys.stderr)
         return 2

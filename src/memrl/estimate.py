@@ -126,12 +126,10 @@ def rates(records: Iterable[dict[str, Any]]) -> dict[str, list[float]]:
 
 def read_records(folder: str | Path) -> list[dict[str, Any]]:
     """Every readable run record in a store folder (stale ones too: their speed still counts)."""
-    out = []
-    for path in sorted(Path(folder).glob("[!.]*.json")):
-        if path.name == "manifest.json":
-            continue
+    store, out = RunStore(folder), []
+    for key in sorted(store.keys()):
         try:
-            out.append(json.loads(path.read_text()))
+            out.append(json.loads((store.root / f"{key}.json").read_text()))
         except (OSError, ValueError):
             continue
     return out
@@ -170,27 +168,21 @@ def predict(
 
 
 def estimate_family(
-    family: str, profile: str, cfg: Any, workers: int, stores: Path | None = None,
-    fresh: bool = False,
-) -> FamilyEstimate:  # fmt: skip
-    """Predictions for every job of ``family``'s grid under ``cfg`` (see the module doc);
-    ``fresh``: every job, as a fresh clone's ``make repro`` would run them.
-
-    :param stores: the folder holding ``<profile>/<family>/runs`` (default: the repo's
-        ``results``), for tests"""
+    family: str, profile: str, specs: Sequence[JobSpec], workers: int, fresh: bool = False
+) -> FamilyEstimate:
+    """Predictions for ``specs`` (the family's grid for ``profile``; see the module doc);
+    ``fresh``: every job, as a fresh clone's ``make repro`` would run them."""
     from memrl import families
     from memrl.profiles import PROFILES
     from memrl.runtime import repo_root
 
-    fam = families.get(family)
-    root = stores if stores is not None else repo_root() / "results"
+    root = repo_root()
 
     def runs(p: str) -> Path:
-        return root / p / family / "runs"
+        return root / families.get(family).runs_dir(p)
 
     calibration = [("", rates(read_records(runs(profile))))]
     calibration += [(p, rates(read_records(runs(p)))) for p in PROFILES if p != profile]
-    specs = fam.grid(cfg)
     store = RunStore(runs(profile))
     return FamilyEstimate(family, workers, predict(specs, store, calibration, fresh))
 
