@@ -45,13 +45,11 @@ check_parameters(globals(), ("profile", "output_dir", "runs_dir", "overrides"))
 
 # %%
 import matplotlib.pyplot as plt
-import numpy as np
 
 from memrl import plots
 from memrl.config import load_family
 from memrl.families.experience_replay import claims as er_claims
 from memrl.families.experience_replay import tables
-from memrl.families.experience_replay.params import RAE_CONDITIONS
 from memrl.pipeline import load_results
 from memrl.results import (
     budget_table,
@@ -68,6 +66,7 @@ cfg = load_family("experience_replay", profile, overrides=overrides)  # every va
 out = resolve_output(output_dir)
 print(f"profile={profile}  seeds={cfg.seeds}")
 results = tables.load(load_results("experience_replay", profile, runs_dir, overrides))
+sweeps = tables.sweeps(results)  # every figure: IQM over seeds with its 95% CI (rliable)
 
 # %% [markdown]
 # ## 1. Tabular Q-learning with experience replay (Szlak & Shamir 2021)
@@ -78,36 +77,32 @@ results = tables.load(load_results("experience_replay", profile, runs_dir, overr
 # speeds convergence here, the more so the more (and more often) one replays.
 
 # %%
-q = results["q_replay"]
 fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 4))
-plots.seed_curves(
+plots.ci_curves(
     ax,
-    q.steps.iloc[0],
-    {c: np.stack(g.error) for c, g in q.groupby("config")},
+    sweeps["q_replay"],
     "environment steps",
     "|Q - Q*|∞ / |Q*|∞",
     "Q-learning with replay",
-    logy=True,
+    by="config",
 )
+ax.set_yscale("log")
 # the paper's two knobs: how many replays, how often
-for every, g in q[q.replay_count > 0].groupby("replay_every"):
-    final = g.groupby("replay_count").final_error
-    ax2.errorbar(
-        final.median().index,
-        final.median().values,
-        yerr=final.std().values,
-        fmt="o-",
-        capsize=3,
-        label=f"replay every {every} step(s)",
-    )
-ax2.axhline(q[q.replay_count == 0].final_error.median(), color="k", ls="--", label="no replay")
-ax2.set(
-    xscale="log",
-    xlabel="replays per replay event",
-    ylabel="final error (median over seeds)",
-    title="Final error vs number and frequency of replays",
+final = sweeps["q_final"]
+plots.ci_points(
+    ax2,
+    final[final.replay_count > 0],
+    "replay_count",
+    "replays per replay event",
+    "final error",
+    "Final error vs number and frequency of replays",
+    by="replay_every",
+    label=lambda every: f"replay every {every} step(s)",
 )
-ax2.grid(alpha=0.3)
+none = final[final.replay_count == 0].iloc[0]
+ax2.axhline(none.iqm, color="k", ls="--", label="no replay")
+ax2.axhspan(none.ci_low, none.ci_high, color="k", alpha=0.1, lw=0)
+ax2.set_xscale("log")
 ax2.legend(fontsize=8)
 save_figure(fig, out / "figures" / "q_replay.png")
 
@@ -118,20 +113,16 @@ save_figure(fig, out / "figures" / "q_replay.png")
 # one slot among `2(2^n - 1)`. We count replay updates until the Q-table is learnt.
 
 # %%
-cw = results["cliffwalk"]
 fig, ax = plt.subplots(figsize=(6, 4))
-for m, g in cw.groupby("method"):
-    med = g.groupby("memory_size").updates.median()
-    ax.plot(med.index, med.values, "o-", label=m)
-ax.set(
-    xscale="log",
-    yscale="log",
-    xlabel="transitions in replay memory",
-    ylabel="updates until learnt (median)",
-    title="Blind Cliffwalk",
+plots.ci_points(
+    ax,
+    sweeps["cliffwalk"],
+    "memory_size",
+    "transitions in replay memory",
+    "updates until learnt",
+    "Blind Cliffwalk",
 )
-ax.grid(alpha=0.3)
-ax.legend()
+ax.set(xscale="log", yscale="log")
 save_figure(fig, out / "figures" / "cliffwalk.png")
 
 # %% [markdown]
@@ -141,12 +132,10 @@ save_figure(fig, out / "figures" / "cliffwalk.png")
 # loss and the priority updates (α = 0.6, β 0.4 → 1, step size ÷ 4, as in the paper).
 
 # %%
-pdq = results["per_dqn"]
 fig, ax = plt.subplots(figsize=(7, 4))
-plots.seed_curves(
+plots.ci_curves(
     ax,
-    pdq.grid.iloc[0],
-    {m: np.stack(g.curve) for m, g in pdq.groupby("method")},
+    sweeps["per_dqn"],
     "environment steps",
     "training return (last 10 episodes)",
     cfg.per_dqn.env_id,
@@ -157,21 +146,16 @@ save_figure(fig, out / "figures" / "per_dqn.png")
 # ## 3. Hindsight experience replay on bit flipping (Andrychowicz et al. 2017, Fig. 1)
 
 # %%
-her = results["her"]
 fig, ax = plt.subplots(figsize=(6, 4))
-for m, g in her.groupby("method"):
-    s = g.groupby("n_bits").success
-    ax.errorbar(
-        s.mean().index, s.mean().values, yerr=s.std().fillna(0).values, fmt="o-", capsize=3, label=m
-    )
-ax.set(
-    xlabel="number of bits",
-    ylabel="final success rate",
-    ylim=(-0.05, 1.05),
-    title="Bit flipping: DQN vs DQN+HER",
+plots.ci_points(
+    ax,
+    sweeps["her"],
+    "n_bits",
+    "number of bits",
+    "final success rate",
+    "Bit flipping: DQN vs DQN+HER",
 )
-ax.grid(alpha=0.3)
-ax.legend()
+ax.set_ylim(-0.05, 1.05)
 save_figure(fig, out / "figures" / "her.png")
 
 # %% [markdown]
@@ -182,15 +166,14 @@ save_figure(fig, out / "figures" / "her.png")
 # poor-quality part, or a small random part of it.
 
 # %%
-rae = results["rae"]
 fig, ax = plt.subplots(figsize=(7, 4))
-plots.seed_curves(
+plots.ci_curves(
     ax,
-    rae.grid.iloc[0],
-    {c: np.stack(rae[rae.condition == c].curve) for c in RAE_CONDITIONS},
+    sweeps["rae"],
     "environment steps",
     "training return (last 10 episodes)",
     cfg.rae.env_id,
+    by="condition",
 )
 save_figure(fig, out / "figures" / "rae.png")
 
@@ -206,7 +189,7 @@ fig = plots.claim_intervals(rows)
 save_figure(fig, out / "figures" / "claims.png")
 for name, df in results.items():
     save_table(df, out / "tables" / f"{name}.csv")
-for name, df in tables.plot_data(cfg, results).items():
+for name, df in tables.plot_data(cfg, sweeps).items():
     save_table(df, out / "plots" / name)
 save_claims(out, rows)
 

@@ -67,6 +67,7 @@ check_parameters(globals(), ("profile", "output_dir", "runs_dir", "overrides"))
 
 # %%
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 
 from memrl import plots
@@ -79,6 +80,7 @@ from memrl.pipeline import load_results
 from memrl.results import budget_table, claims_table, save_claims, save_figure, save_table
 from memrl.results import output_dir as resolve_output
 from memrl.runtime import repo_root
+from memrl.stats.points import iqm_points
 
 cfg = load_family("llm_memory_rl", profile, overrides=overrides)  # every value checked first
 out = resolve_output(output_dir)
@@ -112,37 +114,40 @@ runs[["condition", "run", "init_memory", "train_set", "test_success", "test_scor
 # %% [markdown]
 # ## Success over training epochs
 #
-# Success rate and score on the training tasks in each epoch, while the memory learns (each
-# thin line one run, the thick line their mean).
+# Success rate and score on the training tasks in each epoch, while the memory learns: the
+# IQM over runs with its 95% CI (rliable), as everywhere in this suite.
 
 # %%
 curves = tables.training_curves(runs)
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
 for ax, metric in zip(axes, ["success", "score"], strict=True):
-    for i, (cond, g) in enumerate(curves.groupby("condition", sort=False)):
-        color = f"C{i}"
-        for _, r in g.groupby("run"):
-            ax.plot(r.epoch, r[metric], color=color, alpha=0.3, lw=1)
-        m = g.groupby("epoch")[metric].mean()
-        ax.plot(m.index, m.values, color=color, lw=2.5, marker="o", label=cond)
-    ax.set(xlabel="training epoch", ylabel=f"training {metric}", xticks=sorted(set(curves.epoch)))
-    ax.grid(alpha=0.3)
-axes[0].legend(fontsize=8)
+    plots.ci_curves(ax, iqm_points(curves, "condition", "epoch", metric), "training epoch",
+                    f"training {metric}", x="epoch", by="condition")  # fmt: skip
+    ax.set_xticks(sorted(set(curves.epoch)))
 fig.tight_layout()
 save_figure(fig, out / "figures" / "training_epochs.png")
 
 # %% [markdown]
 # ## Test performance per condition
+#
+# The IQM over runs with its 95% CI; each grey dot is one run.
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+conditions = list(dict.fromkeys(runs.condition))
 for ax, metric in zip(axes, ["test_success", "test_score"], strict=True):
-    labels = [tables.LABELS[c] for c in dict.fromkeys(runs.condition)]
-    data = [runs[runs.condition == c][metric].values for c in dict.fromkeys(runs.condition)]
-    ax.boxplot(data, tick_labels=labels, showmeans=True)
+    est = iqm_points(runs.assign(panel=metric), "panel", "condition", metric)
+    est = est.set_index("condition").loc[conditions]
+    xs = np.arange(len(conditions))
+    for i, c in enumerate(conditions):
+        v = runs[runs.condition == c][metric].to_numpy()
+        ax.plot(np.full(len(v), i) + np.linspace(-0.08, 0.08, len(v)), v, ".", color="0.6")
+    yerr = np.nan_to_num([est.iqm - est.ci_low, est.ci_high - est.iqm])
+    ax.errorbar(xs, est.iqm, yerr=yerr, fmt="o", color="C0", capsize=4, label="IQM, 95% CI")
+    ax.set_xticks(xs, [tables.LABELS[c] for c in conditions], rotation=20)
     ax.set(ylabel=metric.replace("_", " "), ylim=(-0.05, 1.05))
-    ax.tick_params(axis="x", rotation=20)
     ax.grid(alpha=0.3, axis="y")
+axes[0].legend(fontsize=8)
 fig.tight_layout()
 save_figure(fig, out / "figures" / "test_performance.png")
 
@@ -150,20 +155,15 @@ save_figure(fig, out / "figures" / "test_performance.png")
 # ## AgentFly: results over iterations
 #
 # Left: each iteration's mean score; right: the best score reached on each task so far (the
-# cumulative view AgentFly reports). Thin lines are seeds, thick lines their mean.
+# cumulative view AgentFly reports). IQM over seeds with its 95% CI.
 
 # %%
 iters = tables.iteration_curves(fly)
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
 for ax, metric in zip(axes, ["score", "best_score"], strict=True):
-    for i, (cond, g) in enumerate(iters.groupby("condition", sort=False)):
-        for _, r in g.groupby("run"):
-            ax.plot(r.iteration, r[metric], color=f"C{i}", alpha=0.3, lw=1)
-        m = g.groupby("iteration")[metric].mean()
-        ax.plot(m.index, m.values, color=f"C{i}", lw=2.5, marker="o", label=cond)
-    ax.set(xlabel="iteration", ylabel=metric.replace("_", " "), xticks=sorted(set(iters.iteration)))
-    ax.grid(alpha=0.3)
-axes[0].legend(fontsize=8)
+    plots.ci_curves(ax, iqm_points(iters, "condition", "iteration", metric), "iteration",
+                    metric.replace("_", " "), x="iteration", by="condition")  # fmt: skip
+    ax.set_xticks(sorted(set(iters.iteration)))
 fig.tight_layout()
 save_figure(fig, out / "figures" / "agentfly_iterations.png")
 

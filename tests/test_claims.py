@@ -101,7 +101,8 @@ def er_runs(cfg, good: bool) -> dict[str, pd.DataFrame]:
             for s in range(cfg.seeds):
                 cost = 2.0 ** (n * (i + 1) / 3) if good else 2.0 ** (n * (3 - i) / 3)
                 rows.append({"kind": "cliffwalk", "seed": s, "n_states": n, "method": m,
-                             "updates": cost * (1 + 0.01 * s), "censored": False})  # fmt: skip
+                             "memory_size": 2 * (2**n - 1), "updates": cost * (1 + 0.01 * s),
+                             "censored": False})  # fmt: skip
     for m in ("DQN", "DQN+PER"):
         for s in range(cfg.seeds):
             v = (30.0 if (m == "DQN+PER") == good else 10.0) + rng.normal(0, 0.1)
@@ -143,12 +144,23 @@ def test_experience_replay_claims_follow_the_runs():
     assert trend.direction == "widening" and trend.heading == "the paper's way"
 
 
-def test_experience_replay_plot_tables_are_the_declared_dvc_plots():
+def test_experience_replay_plot_tables_are_the_declared_dvc_plots_with_ci_bands():
+    from memrl.stats.curves import CI_COLUMNS
+
     cfg = cfg_of("experience_replay")
-    made = er_tables.plot_data(cfg, er_runs(cfg, True))
+    sweeps = er_tables.sweeps(er_runs(cfg, True))
+    made = er_tables.plot_data(cfg, sweeps)
     assert set(made) == {p.file for p in er_tables.PLOTS}
-    for p in er_tables.PLOTS:
-        assert {p.x, *p.y} == set(made[p.file].columns), p.file
+    for p in er_tables.PLOTS:  # the declared lines in order, then their CI bands
+        bands = [f"{m} {c}" for c in CI_COLUMNS for m in p.y]
+        assert list(made[p.file].columns) == [p.x, *p.y, *bands], p.file
+    her = made["her.csv"].set_index("n_bits")
+    assert (her.loc[50, ["DQN+HER", "DQN+HER ci_low", "DQN+HER ci_high"]] == 1.0).all()
+    assert (her.loc[50, ["DQN", "DQN ci_low", "DQN ci_high"]] == 0.0).all()
+    cw = sweeps["cliffwalk"]  # IQM of 5 runs costing c, 1.01c, ... 1.04c lies inside them
+    one = cw[(cw.method == "uniform") & (cw.n_states == 4)].iloc[0]
+    assert 2.0**4 <= one.ci_low <= one.iqm <= one.ci_high <= 1.04 * 2.0**4
+    assert cw.memory_size.notna().all()
 
 
 # =========================================================================== LLM memory RL
@@ -270,3 +282,20 @@ def test_metrics_are_one_dense_file_per_claim(tmp_path):
     assert [c["claim_id"] for c in json.loads((tmp_path / "claims.json").read_text())] == [
         r.claim.claim_id for r in rows
     ]
+
+
+def test_llm_plot_tables_are_the_declared_dvc_plots_with_ci_bands():
+    from memrl.stats.curves import CI_COLUMNS
+
+    cfg = cfg_of("llm_memory_rl")
+    runs = llm_runs(cfg, True)
+    made = llm_tables.plot_data(
+        llm_tables.training_curves(runs.rlem), llm_tables.iteration_curves(runs.fly)
+    )
+    assert set(made) == {p.file for p in llm_tables.PLOTS}
+    for p in llm_tables.PLOTS:  # the declared conditions in order, then their CI bands
+        bands = [f"{m} {c}" for c in CI_COLUMNS for m in p.y]
+        assert list(made[p.file].columns) == [p.x, *p.y, *bands], p.file
+        df = made[p.file]
+        for m in p.y:
+            assert (df[f"{m} ci_low"] <= df[m]).all() and (df[m] <= df[f"{m} ci_high"]).all()

@@ -1,9 +1,10 @@
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
-from memrl.stats.aggregate import Estimate, iqm_ci
+from memrl.stats.aggregate import Estimate, iqm, iqm_ci
 from memrl.stats.claims import (
     NOT_REPRODUCED,
     PARTIALLY,
@@ -220,3 +221,31 @@ def test_trends_skip_checkpoints_without_data():
     (t,) = trends(claim, [Comparison("a", "b"), Comparison("a", "zzz")], {"a": a, "b": b},
                   [0.3, 0.6, 1.0], 200)  # fmt: skip
     assert [p.fraction for p in t.points] == [0.6, 1.0]
+
+
+def test_iqm_points_per_line_and_point_with_cis():
+    from memrl.stats.points import iqm_points
+
+    rows = [{"method": m, "bits": b, "seed": s, "success": v + 0.01 * s}
+            for m, v in (("HER", 0.9), ("DQN", 0.1)) for b in (20, 5) for s in range(5)]  # fmt: skip
+    rows.append({"method": "lone", "bits": 5, "seed": 0, "success": 0.5})
+    df = pd.DataFrame(rows)
+    got = iqm_points(df, "method", "bits", "success")
+    assert list(got.columns) == ["method", "bits", "iqm", "ci_low", "ci_high", "n"]
+    assert list(got.method) == ["HER", "HER", "DQN", "DQN", "lone"]  # lines as first seen
+    assert list(got.bits) == [5, 20, 5, 20, 5]  # points sorted
+    her = got.iloc[0]
+    assert her.ci_low <= her.iqm <= her.ci_high and her.n == 5
+    assert her.iqm == pytest.approx(iqm(np.array([0.9 + 0.01 * s for s in range(5)])))
+    assert got.iloc[-1].n == 1 and np.isnan(got.iloc[-1].ci_low)  # one run: no interval
+    assert got.equals(iqm_points(df, "method", "bits", "success"))  # seeded bootstrap
+
+
+def test_iqm_points_rejects_missing_columns_and_non_finite_values():
+    from memrl.stats.points import iqm_points
+
+    df = pd.DataFrame({"method": ["a", "a"], "bits": [5, 5], "success": [1.0, np.nan]})
+    with pytest.raises(KeyError, match="n_bits"):
+        iqm_points(df, "method", "n_bits", "success")
+    with pytest.raises(ValueError, match="non-finite success"):
+        iqm_points(df, "method", "bits", "success")

@@ -105,7 +105,9 @@ def run_jobs(
     if store_dir is None:  # what this stage is about to run, priced from the stored runs
         from memrl.estimate import estimate_family
 
-        print(estimate_family(family, profile, specs, rt.workers).summary(), flush=True)
+        priced = estimate_family(family, profile, specs, rt.workers)
+        if priced.todo:  # with nothing to run, the executor's own count says so
+            print(priced.summary(), flush=True)
     report = execute(specs, store, executor, rt.workers, rt.torch_threads, desc=family)
     store.prune(specs)
     store.write_manifest(

@@ -1,40 +1,16 @@
-"""Shared figure styles: learning curves with seed bands and claim intervals."""
+"""Shared figure styles: IQM curves and sweeps over seeds with 95% CIs, claim intervals and trends."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
 
-from memrl.stats.aggregate import iqm
 from memrl.stats.claims import ClaimResult, share
 
 VERDICT_COLORS = {"reproduced": "tab:green", "partially": "tab:orange",
                   "inconclusive (budget)": "tab:purple", "not reproduced": "tab:red"}  # fmt: skip
-
-
-def seed_curves(
-    ax,
-    x: Sequence[float],
-    curves: dict[str, np.ndarray],
-    xlabel: str,
-    ylabel: str,
-    title: str = "",
-    logy: bool = False,
-) -> None:
-    """Plot, per label, the IQM over seeds (rows of each array) with a 25-75% band."""
-    for label, ys in curves.items():
-        ys = np.asarray(ys, dtype=float)
-        mid = iqm(ys)
-        lo, hi = np.nanpercentile(ys, [25, 75], axis=0)
-        (line,) = ax.plot(x, mid, label=label, lw=2)
-        ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2, lw=0)
-    ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
-    if logy:
-        ax.set_yscale("log")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
 
 
 def claim_intervals(results: Sequence[ClaimResult], figsize=(9, None)):
@@ -66,14 +42,37 @@ def claim_intervals(results: Sequence[ClaimResult], figsize=(9, None)):
     return fig
 
 
-def ci_curves(ax, df, xlabel: str, ylabel: str, title: str = "") -> None:
-    """Sample-efficiency curves: per ``method``, the IQM over seeds against ``step`` with its 95% CI.
+def ci_curves(
+    ax, df, xlabel: str, ylabel: str, title: str = "", x: str = "step", by: str = "method"
+) -> None:
+    """Curves over seeds: per ``by`` (a method), the IQM against ``x`` with its 95% CI as a band.
 
-    ``df`` has columns method, step, iqm, ci_low, ci_high (see ``experiments.*.curves``).
+    ``df`` has columns ``by``, ``x``, iqm, ci_low, ci_high (see
+    :func:`memrl.stats.curves.iqm_curves`, :func:`memrl.stats.points.iqm_points`).
     """
-    for method, g in df.groupby("method", sort=False):
-        (line,) = ax.plot(g.step, g.iqm, label=method, lw=2)
-        ax.fill_between(g.step, g.ci_low, g.ci_high, color=line.get_color(), alpha=0.2, lw=0)
+    for method, g in df.groupby(by, sort=False):
+        (line,) = ax.plot(g[x], g.iqm, label=method, lw=2)
+        ax.fill_between(g[x], g.ci_low, g.ci_high, color=line.get_color(), alpha=0.2, lw=0)
+    ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+
+
+def ci_points(
+    ax,
+    df,
+    x: str,
+    xlabel: str,
+    ylabel: str,
+    title: str = "",
+    by: str = "method",
+    label: Callable[[object], str] = str,
+) -> None:
+    """A sweep over seeds: per ``by``, the IQM at each ``x`` with its 95% CI as error bars
+    (none where a point has one run). ``df`` as :func:`memrl.stats.points.iqm_points` makes it."""
+    for key, g in df.groupby(by, sort=False):
+        err = np.array([g.iqm - g.ci_low, g.ci_high - g.iqm])
+        ax.errorbar(g[x], g.iqm, yerr=np.nan_to_num(err), fmt="o-", capsize=3, label=label(key))
     ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from memrl.families import Plot
 from memrl.families.experience_replay.params import RAE_CONDITIONS, ExperienceReplayParams, q_label
-from memrl.stats.aggregate import iqm
+from memrl.stats.curves import iqm_curves, wide
+from memrl.stats.points import iqm_points
 
 KINDS = ("q_replay", "cliffwalk", "per_dqn", "her", "rae")
 PLOTS = (
@@ -19,12 +19,12 @@ PLOTS = (
          "Q-learning + replay: error to Q* (IQM over seeds)", "environment steps",
          "max |Q - Q*|"),
     Plot("cliffwalk.csv", "n_states", ("oracle", "prioritized", "uniform"),
-         "Blind Cliffwalk: median updates until learnt", "states n (2^n transitions)",
-         "updates until learnt (median)"),
+         "Blind Cliffwalk: updates until learnt (IQM over seeds)", "states n (2^n transitions)",
+         "updates until learnt"),
     Plot("per_dqn.csv", "step", ("DQN", "DQN+PER"), "DQN vs DQN+PER: training return",
          "environment steps", "training return (IQM over seeds)"),
-    Plot("her.csv", "n_bits", ("DQN", "DQN+HER"), "Bit flipping: success rate", "bits",
-         "success rate (greedy)"),
+    Plot("her.csv", "n_bits", ("DQN", "DQN+HER"), "Bit flipping: success rate (IQM over seeds)",
+         "bits", "success rate (greedy)"),
     Plot("rae.csv", "step", RAE_CONDITIONS, "Replay across Experiments: training return",
          "environment steps", "training return (IQM over seeds)"),
 )  # fmt: skip
@@ -39,40 +39,52 @@ def load(results: Sequence[dict[str, Any]]) -> dict[str, pd.DataFrame]:
     return out
 
 
-def _iqm_over_seeds(
-    df: pd.DataFrame, key: str, x: str, y: str, labels: dict[str, str]
-) -> pd.DataFrame:
-    """Wide table: ``x`` then one column per label, each the IQM over seeds of ``y``."""
-    cols = {}
-    for name, label in labels.items():
-        runs = df[df[key] == name]
-        cols[label] = iqm(np.array(runs[y].tolist(), dtype=float))
-    return pd.DataFrame({x: df[x].iloc[0], **cols})
+def sweeps(results: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """The figures' long tables: per line and point, the IQM over seeds with its 95% CI.
+
+    ``q_replay``, ``per_dqn``, ``rae``: learning curves (``step``); ``q_final``: the
+    chain's final error against replays per event (lines: ``replay_every``; the no-replay
+    runs as one point at ``replay_count`` 0); ``cliffwalk``: updates until learnt against
+    ``n_states`` (with each size's ``memory_size``); ``her``: success against ``n_bits``.
+    """
+    q = results["q_replay"]
+    cw = results["cliffwalk"]
+    sizes = cw.drop_duplicates("n_states").set_index("n_states").memory_size
+    return {
+        "q_replay": iqm_curves(q.rename(columns={"steps": "grid", "error": "curve"}), ("config",)),
+        "q_final": iqm_points(q, "replay_every", "replay_count", "final_error"),
+        "cliffwalk": iqm_points(cw, "method", "n_states", "updates").assign(
+            memory_size=lambda d: d.n_states.map(sizes)
+        ),
+        "per_dqn": iqm_curves(results["per_dqn"], ("method",)),
+        "her": iqm_points(results["her"], "method", "n_bits", "success"),
+        "rae": iqm_curves(results["rae"], ("condition",)),
+    }
 
 
 def plot_data(
-    cfg: ExperienceReplayParams, results: dict[str, pd.DataFrame]
+    cfg: ExperienceReplayParams, sweeps: dict[str, pd.DataFrame]
 ) -> dict[str, pd.DataFrame]:
-    """Wide per-claim tables with fixed column names, for ``dvc plots`` (see :data:`PLOTS`)."""
-    q = results["q_replay"]
+    """Wide per-claim tables for ``dvc plots`` (see :data:`PLOTS`): ``x``, one IQM column per
+    declared line, then their 95% CIs, from :func:`sweeps`."""
     ks = [k for k in cfg.q_replay.replay_counts if k > 0]
     f = min(cfg.q_replay.replay_every)
     q_labels = {"no replay": "no replay"}
     if ks:
         q_labels[q_label(min(ks), f)] = "fewest replays"
         q_labels[q_label(max(ks), f)] = "most replays"
-    cw = results["cliffwalk"].groupby(["n_states", "method"]).updates.median().unstack()
-    her = results["her"].groupby(["n_bits", "method"]).success.mean().unstack()
+    q = sweeps["q_replay"]
+    q = q[q.config.isin(q_labels)].assign(config=lambda d: d.config.map(q_labels))
+    plots = {p.file: p for p in PLOTS}
+
+    def table(name: str, df: pd.DataFrame, by: str) -> pd.DataFrame:
+        p = plots[name]
+        return wide(df.rename(columns={by: "line"}), p.x, p.y, by="line")
+
     return {
-        "q_replay.csv": _iqm_over_seeds(q, "config", "steps", "error", q_labels).rename(
-            columns={"steps": "step"}
-        ),
-        "cliffwalk.csv": cw.reset_index()[["n_states", "oracle", "prioritized", "uniform"]],
-        "per_dqn.csv": _iqm_over_seeds(
-            results["per_dqn"], "method", "grid", "curve", {"DQN": "DQN", "DQN+PER": "DQN+PER"}
-        ).rename(columns={"grid": "step"}),
-        "her.csv": her.reset_index()[["n_bits", "DQN", "DQN+HER"]],
-        "rae.csv": _iqm_over_seeds(
-            results["rae"], "condition", "grid", "curve", {c: c for c in RAE_CONDITIONS}
-        ).rename(columns={"grid": "step"}),
+        "q_replay.csv": table("q_replay.csv", q, "config"),
+        "cliffwalk.csv": table("cliffwalk.csv", sweeps["cliffwalk"], "method"),
+        "per_dqn.csv": table("per_dqn.csv", sweeps["per_dqn"], "method"),
+        "her.csv": table("her.csv", sweeps["her"], "method"),
+        "rae.csv": table("rae.csv", sweeps["rae"], "condition"),
     }

@@ -10,6 +10,8 @@ import pandas as pd
 
 from memrl.families import Plot
 from memrl.families.llm_memory_rl.params import LLMMemoryRLParams
+from memrl.stats.curves import wide
+from memrl.stats.points import iqm_points
 
 LABELS = {
     "llm": "LLM only",
@@ -25,10 +27,10 @@ OPS = ("ADD", "NOOP", "UPDATE", "DELETE")  # as memrl.agents.memory_r1.OPS (a te
 
 PLOTS = (
     Plot("training_epochs.csv", "epoch", ("RLEM", "RLEM w/o bootstrap", "RLEM w/o discouraged"),
-         "REMEMBERER: training score per epoch (mean over runs)", "epoch",
+         "REMEMBERER: training score per epoch (IQM over runs)", "epoch",
          "WebShop score (0-1)"),
     Plot("agentfly_iterations.csv", "iteration", ("no memory", "non-parametric", "parametric"),
-         "AgentFly: best score per task so far, over iterations (mean over seeds)",
+         "AgentFly: best score per task so far, over iterations (IQM over seeds)",
          "iteration", "best score so far (0-1)"),
 )  # fmt: skip
 
@@ -102,10 +104,12 @@ def memory_r1_ops(mr1: pd.DataFrame) -> pd.DataFrame:
 
 
 def plot_data(curves: pd.DataFrame, iters: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """Wide tables for ``dvc plots`` (see :data:`PLOTS`)."""
+    """Wide tables for ``dvc plots`` (see :data:`PLOTS`): ``x``, one IQM column per declared
+    condition, then their 95% CIs."""
+    epochs, fly = (p for p in PLOTS)
     return {
-        "training_epochs.csv": curves.groupby(["epoch", "condition"], sort=False)
-        .score.mean().unstack().reset_index(),
-        "agentfly_iterations.csv": iters.groupby(["iteration", "condition"], sort=False)
-        .best_score.mean().unstack().reset_index(),
+        epochs.file: wide(iqm_points(curves, "condition", "epoch", "score"), "epoch", epochs.y,
+                          by="condition"),
+        fly.file: wide(iqm_points(iters, "condition", "iteration", "best_score"), "iteration",
+                       fly.y, by="condition"),
     }  # fmt: skip
