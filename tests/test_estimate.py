@@ -79,3 +79,69 @@ def test_cli_prices_the_real_grid_and_rejects_bad_input(capsys) -> None:
     assert main(["estimate", "nope"]) == 2
     assert main(["estimate", "--set", "seeds=3"]) == 2  # --set needs one family
     assert main(["estimate", "experience_replay", "--set", "seeds=zero"]) == 2
+
+
+def test_published_timings_round_trip_and_never_fail(tmp_path) -> None:
+    from memrl.estimate import read_timings, write_timings
+
+    store = RunStore(tmp_path / "runs")
+    specs = [spec(f"A · seed {s}", 10, s) for s in range(3)] + [spec("B · seed 0", 4, 9)]
+    for s, seconds in zip(specs, (10.0, 30.0, 20.0, 2.0), strict=True):
+        store.save(s, {"x": 1}, seconds)
+    path = tmp_path / "timings.json"
+    write_timings(path, store.records(specs))
+    assert read_timings(path) == {"A": [2.0], "B": [0.5]}  # median seconds per unit of cost
+    assert '"core_seconds": 60.0' in path.read_text() and '"jobs": 3' in path.read_text()
+    assert read_timings(tmp_path / "missing.json") == {}
+    path.write_text("{not json")
+    assert read_timings(path) == {}
+
+
+def test_the_runs_stage_publishes_timings_that_price_a_fresh_clone(tmp_path, monkeypatch):
+    """run_jobs writes timings.json beside the results (kept in git); on a clone whose run
+    store is empty, the estimate prices every job from it."""
+    from memrl import estimate, families, pipeline
+    from memrl.jobs import Report
+
+    def fake_execute(specs, store, *args, **kwargs):  # each job "took" 2 s per unit of cost
+        for s in specs:
+            store.save(s, {"x": 1}, 2.0 * s.cost)
+        return Report(len(specs), ran=len(specs))
+
+    monkeypatch.setattr(pipeline, "repo_root", lambda: tmp_path)
+    monkeypatch.setattr(pipeline, "execute", fake_execute)
+    monkeypatch.setattr(families.Family, "preflight", lambda self, cfg: None)
+    pipeline.run_jobs("experience_replay", "smoke")
+    fam = families.get("experience_replay")
+    assert (tmp_path / fam.timings_path("smoke")).is_file()
+
+    specs = fam.grid(pipeline.load_family(fam.name, "smoke"))
+    clone = tmp_path / "clone"  # the timings file only, as git carries it
+    (clone / fam.results_dir("smoke")).mkdir(parents=True)
+    (tmp_path / fam.timings_path("smoke")).rename(clone / fam.timings_path("smoke"))
+    monkeypatch.setattr("memrl.runtime.repo_root", lambda: clone)
+    priced = estimate.estimate_family(fam.name, "smoke", specs, workers=2)
+    assert {p.basis for p in priced.todo} == {"group, published"}
+    assert len(priced.todo) == len(specs)
+    assert [p.seconds for p in priced.todo] == pytest.approx([2.0 * s.cost for s in specs])
+    assert "priced from the published timings" in priced.summary()
+
+
+def test_repro_announces_the_cost_and_an_estimate_never_stops_it(monkeypatch, capsys):
+    from memrl import estimate, pipeline
+    from memrl.estimate import Prediction
+
+    def priced(family, profile, specs, workers):
+        return FamilyEstimate(family, workers, [Prediction(specs[0], 600.0, "group")])
+
+    monkeypatch.setattr(estimate, "estimate_family", priced)
+    pipeline._announce("smoke")
+    out = capsys.readouterr().out
+    assert out.startswith("memrl: 4 jobs to run for profile smoke: ~2,400 core-s, ~40 min")
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("unreadable store")
+
+    monkeypatch.setattr(estimate, "estimate_family", broken)
+    pipeline._announce("smoke")
+    assert "no cost estimate (RuntimeError: unreadable store)" in capsys.readouterr().out

@@ -6,7 +6,9 @@ Every job declares a rough ``cost`` that scales with its budget (env steps, bits
 label without its seed or run number, e.g. ``RSAC-LSTM · Pendulum-V``), so a job not yet
 stored is predicted as ``cost x`` the median seconds-per-cost of its group — from this
 profile's store first, then from another profile's — and failing that from its family's
-median (marked *rough*). A changed budget (``--set envs.0.total_timesteps=50000``) is
+median (marked *rough*). Where the profile's store holds no run of a group, as on a fresh
+clone (run stores are DVC outputs, not in git), the *published timings* price it: the
+``timings.json`` each runs stage writes beside the family's results and git keeps. A changed budget (``--set envs.0.total_timesteps=50000``) is
 therefore priced from the runs at the old budget. Wall time packs the jobs to run on the
 profile's ``workers`` processes, longest first, as the executor does; the notebook stages
 are not modelled.
@@ -32,6 +34,7 @@ from typing import Any
 from memrl.jobs import JobSpec, RunStore
 
 _SEED = re.compile(r" · (seed|run) \d+$")
+PUBLISHED = "published"  # a calibration source: the timings.json kept in git
 
 
 def job_group(label: str) -> str:
@@ -45,8 +48,10 @@ class Prediction:
 
     :param basis: ``"stored"`` (its result is in the store: nothing to run; with
         ``fresh``, ``"measured"``: the stored run's own seconds), ``"group"``
-        (measured runs of its group, this profile), ``"group, <profile>"`` (of its group
-        in another profile), ``"family"`` (its family's median rate: rough) or
+        (measured runs of its group, this profile), ``"group, published"`` (this
+        profile's published timings), ``"group, <profile>"`` (of its group in another
+        profile; ``"group, <profile>, published"``: its published timings), ``"family"``
+        (its family's median rate: rough) or
         ``"unknown"`` (no measured run of the family at all)
     """
 
@@ -83,10 +88,14 @@ class FamilyEstimate:
         head = f"{self.family}: {len(todo)} of {len(self.predictions)} jobs to run"
         unknown = sum(p.seconds is None for p in todo)
         rough = sum(p.basis == "family" for p in todo)
-        other = sum(p.basis.startswith("group, ") for p in todo)
+        published = sum(p.basis == f"group, {PUBLISHED}" for p in todo)
+        other = sum(p.basis.startswith("group, ") for p in todo) - published
+        source = "published timings (measured where they were published)"
         return (
             f"{head}, ~{self.core_seconds:,.0f} core-s, ~{_duration(self.wall_seconds)} on "
-            f"{self.workers} workers (priced from the stored runs' seconds"
+            f"{self.workers} workers (priced from the "
+            + (source if published == len(todo) else "stored runs' seconds")
+            + (f"; {published} from the {source}" if 0 < published < len(todo) else "")
             + (f"; {other} from another profile's runs, whose sizes may differ" if other else "")
             + (f"; {rough} roughly, from the family's median rate" if rough else "")
             + (f"; {unknown} not priced: no measured run" if unknown else "")
@@ -122,6 +131,41 @@ def rates(records: Iterable[dict[str, Any]]) -> dict[str, list[float]]:
             continue
         out[job_group(label)].append(float(seconds) / float(cost))
     return out
+
+
+def timings(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """A store's speed in the form kept in git: per job group, its jobs, their core-seconds
+    and the median seconds per unit of declared cost (what :func:`predict` prices from)."""
+    seconds: dict[str, float] = defaultdict(float)
+    for rec in records:
+        label = (rec.get("spec") or {}).get("label")
+        if label and isinstance(rec.get("seconds"), int | float):
+            seconds[job_group(label)] += float(rec["seconds"])
+    groups = {
+        g: {"jobs": len(r), "core_seconds": round(seconds[g], 1),
+            "seconds_per_cost": float(f"{statistics.median(r):.4g}")}
+        for g, r in sorted(rates(records).items())
+    }  # fmt: skip
+    return {"groups": groups}
+
+
+def write_timings(path: str | Path, records: Sequence[dict[str, Any]]) -> None:
+    """Write :func:`timings` of ``records`` to ``path`` (atomically, stable bytes)."""
+    from memrl.runtime import atomic_write_text
+
+    atomic_write_text(
+        path, json.dumps(timings(records), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    )
+
+
+def read_timings(path: str | Path) -> dict[str, list[float]]:
+    """Published rates (:func:`write_timings`) as :func:`rates` gives them; ``{}`` when the
+    file is missing or unreadable (the estimate then falls back, it never fails)."""
+    try:
+        groups = json.loads(Path(path).read_text())["groups"]
+        return {g: [float(v["seconds_per_cost"])] for g, v in groups.items()}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
 
 
 def read_records(folder: str | Path) -> list[dict[str, Any]]:
@@ -178,12 +222,19 @@ def estimate_family(
 
     root = repo_root()
 
-    def runs(p: str) -> Path:
-        return root / families.get(family).runs_dir(p)
+    fam = families.get(family)
 
-    calibration = [("", rates(read_records(runs(profile))))]
-    calibration += [(p, rates(read_records(runs(p)))) for p in PROFILES if p != profile]
-    store = RunStore(runs(profile))
+    def measured(p: str) -> dict[str, list[float]]:
+        return rates(read_records(root / fam.runs_dir(p)))
+
+    def published(p: str) -> dict[str, list[float]]:
+        return read_timings(root / fam.timings_path(p))
+
+    calibration = [("", measured(profile)), (PUBLISHED, published(profile))]
+    for p in PROFILES:
+        if p != profile:
+            calibration += [(p, measured(p)), (f"{p}, {PUBLISHED}", published(p))]
+    store = RunStore(root / fam.runs_dir(profile))
     return FamilyEstimate(family, workers, predict(specs, store, calibration, fresh))
 
 
@@ -197,7 +248,8 @@ def render(
 ) -> str:
     """The estimate as text: one line per family, its costliest job groups, and the total."""
     what = "every job (as on a fresh clone)" if fresh else "jobs not yet stored"
-    lines = [f"profile {profile}: {what}, predicted from the stored runs' seconds"]
+    lines = [f"profile {profile}: {what}, predicted from measured seconds (the stored runs', "
+             "else the published timings')"]  # fmt: skip
     total_cs = total_wall = 0.0
     for e in estimates:
         lines.append(f"\n{e.summary()}")

@@ -114,6 +114,10 @@ def run_jobs(
         specs,
         {"family": family, "profile": profile, "params": families.params_fingerprint(cfg)},
     )  # fmt: skip
+    if store_dir is None:  # the speed of these runs, in git: a fresh clone's estimate
+        from memrl.estimate import write_timings
+
+        write_timings(repo_root() / fam.timings_path(profile), store.records(specs))
     return report
 
 
@@ -259,9 +263,13 @@ def dvc_yaml(profile: str = "default") -> dict[str, Any]:
         f, out = fam.name, fam.results_dir(profile)
         stages[f"runs_{f}"] = {
             "cmd": f"{py} runs {f} --profile {profile}",
-            "deps": _code({*fam.job_sources(), *runner}) + list(fam.data),
+            # estimate.py prices the stage's jobs and writes its timings.json
+            "deps": _code({*fam.job_sources(), *runner, "src/memrl/estimate.py"}) + list(fam.data),
             "params": [{resolved: ["runtime", f]}],
-            "outs": [{fam.runs_dir(profile): {"persist": True}}],
+            "outs": [
+                {fam.runs_dir(profile): {"persist": True}},
+                {fam.timings_path(profile): _uncached()},
+            ],  # fmt: skip
         }
         outs: list[Any] = [{f"{out}/{f}.ipynb": {"persist": True}}]
         outs += [{f"{out}/{d}": {"persist": True}} for d in NOTEBOOK_OUTPUTS]
@@ -354,6 +362,7 @@ def repro(profile: str, args: list[str]) -> int:
     except (ConfigError, FileNotFoundError) as err:
         print(f"memrl: {err}", file=sys.stderr)
         return 2
+    _announce(profile)
     proc = subprocess.Popen(["dvc", "repro", pipeline_file(profile), *args],
                             start_new_session=True)  # fmt: skip
     stopping: list[int] = []
@@ -377,6 +386,35 @@ def repro(profile: str, args: list[str]) -> int:
         pass
     print("\nmemrl: stopped; finished jobs are kept, `make repro` resumes", file=sys.stderr)
     return 128 + stopping[0]
+
+
+def _announce(profile: str) -> None:
+    """One line before DVC starts: what the profile's jobs not yet stored will cost (see
+    :mod:`memrl.estimate`). A failing estimate is reported and skipped: it never stops a run."""
+    from memrl.estimate import estimate_family
+
+    try:
+        workers = load_runtime().workers
+        priced = [
+            estimate_family(f.name, profile, f.grid(load_family(f.name, profile)), workers)
+            for f in families.FAMILIES
+        ]
+    except Exception as err:  # noqa: BLE001 - an estimate is advice, not a step of the run
+        print(f"memrl: no cost estimate ({type(err).__name__}: {err})", flush=True)
+        return
+    todo = sum(len(e.todo) for e in priced)
+    if not todo:
+        return
+    unknown = sum(p.seconds is None for e in priced for p in e.todo)
+    core = sum(e.core_seconds for e in priced)
+    wall = sum(e.wall_seconds for e in priced)
+    print(
+        f"memrl: {todo} jobs to run for profile {profile}: ~{core:,.0f} core-s, ~{wall / 60:,.0f}"
+        f" min of job stages on {workers} workers"
+        + (f" ({unknown} not priced)" if unknown else "")
+        + "; `python -m memrl estimate` itemises it. Interrupted, finished jobs are kept.",
+        flush=True,
+    )
 
 
 # =========================================================================== CLI

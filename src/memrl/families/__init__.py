@@ -65,6 +65,11 @@ class Family:
         """The family's run store for ``profile``: one file per finished job."""
         return f"{self.results_dir(profile)}/runs"
 
+    def timings_path(self, profile: str) -> str:
+        """The per-job-group speed of the profile's stored runs, kept in git beside the
+        results (repo-relative): what ``python -m memrl estimate`` prices a fresh clone from."""
+        return f"{self.results_dir(profile)}/timings.json"
+
     def plot_path(self, profile: str, plot: Plot) -> str:
         """Where the notebook writes ``plot``'s CSV for ``profile`` (repo-relative)."""
         return f"{self.results_dir(profile)}/plots/{plot.file}"
