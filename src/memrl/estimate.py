@@ -90,11 +90,15 @@ class FamilyEstimate:
         rough = sum(p.basis == "family" for p in todo)
         published = sum(p.basis == f"group, {PUBLISHED}" for p in todo)
         other = sum(p.basis.startswith("group, ") for p in todo) - published
-        source = "published timings (measured where they were published)"
+        source = "published timings"
         return (
             f"{head}, ~{self.core_seconds:,.0f} core-s, ~{_duration(self.wall_seconds)} on "
             f"{self.workers} workers (priced from the "
-            + (source if published == len(todo) else "stored runs' seconds")
+            + (
+                f"{source}, measured on the machine that published them"
+                if published == len(todo)
+                else "stored runs' seconds"
+            )
             + (f"; {published} from the {source}" if 0 < published < len(todo) else "")
             + (f"; {other} from another profile's runs, whose sizes may differ" if other else "")
             + (f"; {rough} roughly, from the family's median rate" if rough else "")
