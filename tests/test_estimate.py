@@ -131,7 +131,7 @@ def test_repro_announces_the_cost_and_an_estimate_never_stops_it(monkeypatch, ca
     from memrl import estimate, pipeline
     from memrl.estimate import Prediction
 
-    def priced(family, profile, specs, workers):
+    def priced(family, profile, specs, workers, fresh=False):
         return FamilyEstimate(family, workers, [Prediction(specs[0], 600.0, "group")])
 
     monkeypatch.setattr(estimate, "estimate_family", priced)

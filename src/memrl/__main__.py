@@ -95,16 +95,15 @@ def _elapsed(desc: str, stop: threading.Event) -> None:
 
 def _estimate(names: list[str], profile: str, sets: list[str], fresh: bool = False) -> int:
     from memrl import families
-    from memrl.config import ConfigError, load_runtime
-    from memrl.estimate import estimate_family, render
+    from memrl.config import ConfigError
+    from memrl.estimate import estimate_families, render
 
     try:
-        fams = [families.get(n) for n in names or families.NAMES]
+        fams = [families.get(n).name for n in names or families.NAMES]
         if sets and len(fams) != 1:
             raise ValueError("--set changes one family's parameters: name that family")
-        workers = load_runtime().workers
-        out = [estimate_family(f.name, profile, f.grid(family_params(f.name, profile, sets)),
-                               workers, fresh=fresh) for f in fams]  # fmt: skip
+        configs = {f: family_params(f, profile, sets) for f in fams}
+        out = estimate_families(profile, configs, fresh=fresh)
     except (ValueError, ConfigError) as err:
         print(err, file=sys.stderr)
         return 2

@@ -242,6 +242,21 @@ def estimate_family(
     return FamilyEstimate(family, workers, predict(specs, store, calibration, fresh))
 
 
+def estimate_families(
+    profile: str, configs: dict[str, Any], fresh: bool = False
+) -> list[FamilyEstimate]:
+    """:func:`estimate_family` for each family of ``configs`` (name -> its parameters for
+    ``profile``), on the runtime's workers: what the CLI and ``make repro`` print."""
+    from memrl import families
+    from memrl.config import load_runtime
+
+    workers = load_runtime().workers
+    return [
+        estimate_family(name, profile, families.get(name).grid(cfg), workers, fresh=fresh)
+        for name, cfg in configs.items()
+    ]
+
+
 def _duration(seconds: float) -> str:
     minutes = seconds / 60
     return f"{minutes:,.1f} min" if minutes < 120 else f"{minutes / 60:,.1f} h"

@@ -391,14 +391,10 @@ def repro(profile: str, args: list[str]) -> int:
 def _announce(profile: str) -> None:
     """One line before DVC starts: what the profile's jobs not yet stored will cost (see
     :mod:`memrl.estimate`). A failing estimate is reported and skipped: it never stops a run."""
-    from memrl.estimate import estimate_family
+    from memrl.estimate import estimate_families
 
     try:
-        workers = load_runtime().workers
-        priced = [
-            estimate_family(f.name, profile, f.grid(load_family(f.name, profile)), workers)
-            for f in families.FAMILIES
-        ]
+        priced = estimate_families(profile, {f: load_family(f, profile) for f in families.NAMES})
     except Exception as err:  # noqa: BLE001 - an estimate is advice, not a step of the run
         print(f"memrl: no cost estimate ({type(err).__name__}: {err})", flush=True)
         return
@@ -410,7 +406,7 @@ def _announce(profile: str) -> None:
     wall = sum(e.wall_seconds for e in priced)
     print(
         f"memrl: {todo} jobs to run for profile {profile}: ~{core:,.0f} core-s, ~{wall / 60:,.0f}"
-        f" min of job stages on {workers} workers"
+        f" min of job stages on {priced[0].workers} workers"
         + (f" ({unknown} not priced)" if unknown else "")
         + "; `python -m memrl estimate` itemises it. Interrupted, finished jobs are kept.",
         flush=True,

@@ -78,8 +78,7 @@ def plot_data(
     plots = {p.file: p for p in PLOTS}
 
     def table(name: str, df: pd.DataFrame, by: str) -> pd.DataFrame:
-        p = plots[name]
-        return wide(df.rename(columns={by: "line"}), p.x, p.y, by="line")
+        return wide(df, plots[name].x, plots[name].y, by=by)
 
     return {
         "q_replay.csv": table("q_replay.csv", q, "config"),

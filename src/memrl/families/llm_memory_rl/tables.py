@@ -106,7 +106,7 @@ def memory_r1_ops(mr1: pd.DataFrame) -> pd.DataFrame:
 def plot_data(curves: pd.DataFrame, iters: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """Wide tables for ``dvc plots`` (see :data:`PLOTS`): ``x``, one IQM column per declared
     condition, then their 95% CIs."""
-    epochs, fly = (p for p in PLOTS)
+    epochs, fly = PLOTS
     return {
         epochs.file: wide(iqm_points(curves, "condition", "epoch", "score"), "epoch", epochs.y,
                           by="condition"),
