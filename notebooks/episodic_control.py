@@ -66,6 +66,7 @@ from memrl.pipeline import load_results
 from memrl.results import budget_table, claims_table, save_claims, save_figure, save_table
 from memrl.results import output_dir as resolve_output
 from memrl.stats.curves import iqm_curves
+from memrl.stats.floors import split
 
 cfg = load_family("episodic_control", profile, overrides=overrides)  # every value checked first
 out = resolve_output(output_dir)
@@ -81,7 +82,8 @@ for e in cfg.envs:
 
 # %%
 envs = [short_env(e.env_id) for e in cfg.envs]
-runs = tables.load(load_results("episodic_control", profile, runs_dir, overrides), envs)
+records, floors = split(load_results("episodic_control", profile, runs_dir, overrides))
+runs = tables.load(records, envs)
 runs[["env", "method", "seed", "episodes", "early_return", "late_return", "memory_size"]].head(12)
 
 # %% [markdown]
@@ -136,8 +138,8 @@ save_figure(fig, out / "figures" / "aggregation.png")
 # is typed in.
 
 # %%
-rows = ec_claims.claims(cfg, runs)
-fig = plots.claim_intervals(rows)
+rows = ec_claims.claims(cfg, runs, floors)
+fig = plots.forest(rows)
 save_figure(fig, out / "figures" / "claims.png")
 save_table(runs, out / "tables" / "runs.csv")
 save_table(curve_df, out / "tables" / "curves.csv")

@@ -61,11 +61,13 @@ from memrl.results import (
 from memrl.results import (
     output_dir as resolve_output,
 )
+from memrl.stats.floors import split
 
 cfg = load_family("experience_replay", profile, overrides=overrides)  # every value checked first
 out = resolve_output(output_dir)
 print(f"profile={profile}  seeds={cfg.seeds}")
-results = tables.load(load_results("experience_replay", profile, runs_dir, overrides))
+records, floors = split(load_results("experience_replay", profile, runs_dir, overrides))
+results = tables.load(records)
 sweeps = tables.sweeps(results)  # every figure: IQM over seeds with its 95% CI (rliable)
 
 # %% [markdown]
@@ -184,8 +186,8 @@ save_figure(fig, out / "figures" / "rae.png")
 # is typed in.
 
 # %%
-rows = er_claims.claims(cfg, results)
-fig = plots.claim_intervals(rows)
+rows = er_claims.claims(cfg, results, floors)
+fig = plots.forest(rows)
 save_figure(fig, out / "figures" / "claims.png")
 for name, df in results.items():
     save_table(df, out / "tables" / f"{name}.csv")

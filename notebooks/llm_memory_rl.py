@@ -80,6 +80,7 @@ from memrl.pipeline import load_results
 from memrl.results import budget_table, claims_table, save_claims, save_figure, save_table
 from memrl.results import output_dir as resolve_output
 from memrl.runtime import repo_root
+from memrl.stats.floors import split
 from memrl.stats.points import iqm_points
 
 cfg = load_family("llm_memory_rl", profile, overrides=overrides)  # every value checked first
@@ -107,7 +108,8 @@ print("dialogues: " + ", ".join(
 # managers as `.pt`); `files_dir` says where.
 
 # %%
-runs, fly, mr1 = tables.load(cfg, load_results("llm_memory_rl", profile, runs_dir, overrides))
+records, floors = split(load_results("llm_memory_rl", profile, runs_dir, overrides))
+runs, fly, mr1 = tables.load(cfg, records)
 runs[["condition", "run", "init_memory", "train_set", "test_success", "test_score",
       "memory_records", "decisions", "seconds"]]  # fmt: skip
 
@@ -206,8 +208,8 @@ print(ops.to_string())
 # is typed in.
 
 # %%
-rows = llm_claims.claims(cfg, tables.Runs(runs, fly, mr1))
-fig = plots.claim_intervals(rows)
+rows = llm_claims.claims(cfg, tables.Runs(runs, fly, mr1), floors)
+fig = plots.forest(rows)
 save_figure(fig, out / "figures" / "claims.png")
 save_table(runs, out / "tables" / "runs.csv")
 save_table(fly, out / "tables" / "agentfly.csv")

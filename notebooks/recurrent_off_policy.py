@@ -67,6 +67,7 @@ from memrl.pipeline import load_results
 from memrl.results import budget_table, claims_table, save_claims, save_figure, save_table
 from memrl.results import output_dir as resolve_output
 from memrl.stats.curves import iqm_curves
+from memrl.stats.floors import split
 
 cfg = load_family("recurrent_off_policy", profile, overrides=overrides)  # every value checked first
 out = resolve_output(output_dir)
@@ -84,7 +85,8 @@ print(f"  T-Maze lengths {cfg.tmaze.lengths}, {cfg.tmaze.episodes} episodes each
 
 # %%
 envs = [short_env(e.env_id) for e in cfg.envs]
-runs = tables.load(load_results("recurrent_off_policy", profile, runs_dir, overrides), envs)
+records, floors = split(load_results("recurrent_off_policy", profile, runs_dir, overrides))
+runs = tables.load(records, envs)
 runs.main[["env", "method", "seed", "episodes", "eval_return", "late_train_return"]].head(12)
 
 # %% [markdown]
@@ -153,9 +155,9 @@ save_figure(fig, out / "figures" / "tmaze.png")
 # constants from the papers (no seeds), shown beside our runs.
 
 # %%
-rows = ro_claims.claims(cfg, runs)
+rows = ro_claims.claims(cfg, runs, floors)
 checked = [r for r in rows if not r.claim.machine_dependent]
-fig = plots.claim_intervals(checked)
+fig = plots.forest(checked)
 save_figure(fig, out / "figures" / "claims.png")
 save_table(runs.main, out / "tables" / "runs.csv")
 save_table(runs.tmaze, out / "tables" / "tmaze_runs.csv")

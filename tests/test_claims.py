@@ -15,7 +15,9 @@ from memrl.families.experience_replay.params import RAE_CONDITIONS, q_label, q_r
 from memrl.families.llm_memory_rl import claims as llm
 from memrl.families.llm_memory_rl import jobs as llm_jobs
 from memrl.families.llm_memory_rl import tables as llm_tables
-from memrl.stats.claims import INCONCLUSIVE, NOT_REPRODUCED, PARTIALLY, REPRODUCED
+from memrl.stats.claims import NOT_REPRODUCED, PARTIALLY, REPRODUCED
+
+INCONCLUSIVE = "inconclusive (budget)"
 
 
 def cfg_of(family: str):

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from memrl.site import build, check
-from memrl.stats.claims import Claim, ClaimResult, Comparison, Estimate
+from memrl.stats.claims import Claim, ClaimResult, Comparison
+from memrl.stats.compare import arm
 
 matplotlib.use("Agg")
 FAMILY = "experience_replay"
@@ -41,10 +42,13 @@ def results(tmp_path_factory):
     root = tmp_path_factory.mktemp("results")
     fam = root / FAMILY
     (fam / "figures").mkdir(parents=True)
-    est = {"a": Estimate(10, 9, 11, 5), "b": Estimate(5, 4, 6, 5)}
+    est = {n: arm(v, "X-1", n) for n, v in
+           {"a": [9, 10, 11, 10, 10], "b": [4, 5, 6, 5, 5], "floor": [0, 1, 0, 1, 0]}.items()}  # fmt: skip
     claim = Claim(FAMILY, "X-1", "Paper 2020", "Fig. 1", "a beats b <early>", "qualitative",
                   "score", True, regime="final", paper_budget=None)  # fmt: skip
-    row = ClaimResult(claim, est, "a", [Comparison("a", "b")], "10 steps", ["smaller"]).to_row()
+    row = ClaimResult(
+        claim, est, "a", [Comparison("a", "b", floor="floor")], "10 steps", ["smaller"]
+    ).to_row()
     (fam / "claims.json").write_text(json.dumps([row]))
     png = _png(fam / "figures" / "claims.png")
     nb = nbformat.v4.new_notebook()

@@ -12,7 +12,6 @@ from memrl.stats.claims import (
     Claim,
     ClaimResult,
     Comparison,
-    verdict,
 )
 
 
@@ -28,52 +27,88 @@ def test_iqm_ci_is_seeded_and_brackets_the_iqm():
         iqm_ci([1.0, np.nan])
 
 
-E = {
-    "a": Estimate(10, 9, 11, 5),
-    "b": Estimate(5, 4, 6, 5),
-    "c": Estimate(8, 5, 10.5, 5),
-}
+def _arms(**values) -> dict:
+    from memrl.stats.compare import arm
+
+    return {k: arm(v, "T", k) for k, v in values.items()}
+
+
+# a clearly above b; c between them with wide spread; f: the floor, far below
+E = _arms(
+    a=[9.8, 10.0, 10.1, 10.2, 9.9],
+    b=[4.9, 5.0, 5.1, 5.2, 4.8],
+    c=[5.0, 8.0, 9.0, 12.0, 6.0],
+    f=[0.0, 0.1, 0.2, -0.1, 0.05],
+    f_hi=[9.0, 10.0, 11.0, 10.5, 9.5],  # a floor as high as a and b
+    f_top=[20.0, 21.0, 19.0, 20.5, 20.0],  # the floor where lower is better
+)
+
+
+def _claim(higher=True, regime="final", budget=None, cid="T"):
+    from memrl.stats.claims import Budget
+
+    return Claim("f", cid, "P", "S", "s", "v", "m", higher, regime=regime,
+                 paper_budget=Budget(budget, "env steps") if budget else None)  # fmt: skip
+
+
+def _verdict(comps, higher=True, complete=True, floor=None, **kw):
+    floor = floor or ("f" if higher else "f_top")
+    comps = [c if isinstance(c, Comparison) else Comparison(*c, floor=floor) for c in comps]
+    return ClaimResult(_claim(higher, **kw), dict(E), comps[0].better, comps, "b", [],
+                       coverage_complete=complete).verdict  # fmt: skip
 
 
 @pytest.mark.parametrize(
-    "comps, higher, coverage, expected",
+    "comps, higher, complete, expected",
     [
         ([("a", "b")], True, True, REPRODUCED),
         ([("a", "b")], True, False, PARTIALLY),
-        ([("a", "c")], True, True, PARTIALLY),  # right direction, CIs overlap
         ([("b", "a")], True, True, NOT_REPRODUCED),
         ([("b", "a")], False, True, REPRODUCED),  # lower is better
-        ([("a", "b"), ("b", "c")], True, True, NOT_REPRODUCED),
+        ([("a", "b"), ("b", "a")], True, True, NOT_REPRODUCED),
+        ([("a", "b"), ("a", "c")], True, True, PARTIALLY),  # one holds, one undecided
     ],
 )
-def test_verdict_rule(comps, higher, coverage, expected):
-    assert verdict(E, [Comparison(*c) for c in comps], higher, coverage) == expected
+def test_verdict_rule_on_differences(comps, higher, complete, expected):
+    assert _verdict(comps, higher, complete) == expected
 
 
-@pytest.mark.parametrize(
-    "better, worse, higher, holds",
-    [
-        ("c", "a", True, True),  # c's CI (5..10.5) reaches a's IQM 10: no significant loss
-        ("b", "a", True, False),  # b's CI tops out at 6 < 10
-        ("a", "b", True, True),  # beating is matching too
-        ("a", "b", False, False),  # lower is better: a (10) is a loss against b (5)
-    ],
-)
-def test_matches_or_beats_relation(better, worse, higher, holds):
-    from memrl.stats.claims import MATCHES
+def test_undecided_names_its_reason_and_the_seeds_a_decision_needs():
+    got = _verdict([("c", "b")])  # c − b > 0 but its CI reaches below 0
+    assert got.startswith("inconclusive (power: ~") and got.endswith("seeds per arm would decide)")
+    assert _verdict([("a", "b")], floor="f_hi") == "inconclusive (floor)"  # both at the floor
+    below = Claim("f", "T", "P", "S", "s", "v", "m", True, regime="final", paper_budget=None,
+                  below_floor="model scale")  # fmt: skip
+    res = ClaimResult(below, dict(E), "a", [Comparison("a", "b", floor="f_hi")], "b", [])
+    assert res.verdict == "inconclusive (model scale)"
+    assert res.to_row()["comparisons"][0]["reason"] == "floor"
 
-    got = verdict(E, [Comparison(better, worse, MATCHES)], higher, True)
-    assert got == (REPRODUCED if holds else NOT_REPRODUCED)
-    assert str(Comparison(better, worse, MATCHES)) == f"{better} >= {worse}"
+
+def test_matches_is_an_equivalence_test_with_a_declared_margin():
+    from memrl.stats.claims import MATCHES, Margin
+
+    wide, narrow = Margin("test", delta=6.0), Margin("test", delta=0.5)
+    assert _verdict([Comparison("b", "a", MATCHES, margin=wide, floor="f")]) == REPRODUCED
+    assert _verdict([Comparison("b", "a", MATCHES, margin=narrow, floor="f")]) == NOT_REPRODUCED
+    assert _verdict([Comparison("a", "b", MATCHES, margin=narrow, floor="f")]) == REPRODUCED
+    gap = Margin("10% of the gap", gap_share=0.1)
+    assert gap.resolve(10.0, 0.0) == pytest.approx(1.0)
+    assert str(Comparison("a", "b", MATCHES, margin=wide)) == "a >= b"
+    with pytest.raises(ValueError):
+        Comparison("a", "b", MATCHES)  # a matches test without a margin
     with pytest.raises(ValueError):
         Comparison("a", "b", "roughly")
 
 
-def test_verdict_needs_known_names():
+def test_a_claim_names_known_arms_and_a_floor_or_why_not():
     with pytest.raises(KeyError):
-        verdict(E, [Comparison("a", "zzz")], True)
+        ClaimResult(_claim(), dict(E), "a", [Comparison("a", "zzz", floor="f")], "b", [])
+    with pytest.raises(ValueError, match="floor"):
+        ClaimResult(_claim(), dict(E), "a", [Comparison("a", "b")], "b", [])
+    ok = ClaimResult(_claim(), dict(E), "a", [Comparison("a", "b")], "b", [], floor_reason="timing")
+    assert ok.to_row()["floor"] is None and ok.to_row()["floor_reason"] == "timing"
     with pytest.raises(ValueError):
-        verdict(E, [], True)
+        ClaimResult(_claim(), dict(E), "a", [], "b", [], floor_reason="x")
 
 
 def test_claim_row_and_report(tmp_path):
@@ -91,9 +126,13 @@ def test_claim_row_and_report(tmp_path):
         regime="final",
         paper_budget=None,
     )
-    res = ClaimResult(claim, dict(E), "a", [Comparison("a", "b")], "10 steps", ["smaller"])
+    res = ClaimResult(
+        claim, dict(E), "a", [Comparison("a", "b", floor="f")], "10 steps", ["smaller"]
+    )
     row = res.to_row()
     assert row["verdict"] == REPRODUCED and row["n_seeds"] == 5
+    assert row["floor"]["name"] == "f" and row["comparisons"][0]["outcome"] == "holds"
+    assert set(row["comparisons"][0]["difference"]) == {"iqm", "ci_low", "ci_high"}
     (tmp_path / "experience_replay").mkdir()
     (tmp_path / "experience_replay" / "claims.json").write_text(json.dumps([row]))
     report_main([str(tmp_path)])
@@ -112,8 +151,11 @@ def test_claim_row_and_report(tmp_path):
         "budget",
         "verdict",
         "deviations",
+        "floor",
+        "ceiling",
+        "comparisons",
     } <= set(rep[0])
-    assert rep[0]["ours"] == {"iqm": 10, "ci_low": 9, "ci_high": 11}
+    assert rep[0]["ours"]["iqm"] == pytest.approx(10.0)
 
 
 def test_report_without_claims_fails(tmp_path):
@@ -135,16 +177,24 @@ def test_per_axis_iqm_agrees_with_rliable():
 
 # =========================================================================== budget and trend
 def test_a_final_claim_short_of_budget_is_inconclusive_not_refuted():
-    from memrl.stats.claims import EARLY, FINAL, INCONCLUSIVE
+    from memrl.stats.claims import EARLY, FINAL
 
-    fails, holds = [Comparison("b", "a")], [Comparison("a", "b")]
-    assert verdict(E, fails, True, True, FINAL, 0.1) == INCONCLUSIVE
-    assert verdict(E, fails, True, True, FINAL, 0.5) == NOT_REPRODUCED  # half is enough to say no
-    assert verdict(E, fails, True, True, FINAL, None) == NOT_REPRODUCED  # unknown: as before
-    assert verdict(E, fails, True, True, EARLY, 0.01) == NOT_REPRODUCED  # early claims as before
-    assert verdict(E, holds, True, True, FINAL, 0.1) == PARTIALLY  # "partially" for coverage
-    assert verdict(E, holds, True, True, FINAL, 1.0) == REPRODUCED
-    assert verdict(E, holds, True, True, EARLY, 0.01) == REPRODUCED
+    def v(comps, regime, used):
+        res = ClaimResult(_claim(regime=regime, budget=100), dict(E), "a",
+                          [Comparison(*c, floor="f") for c in comps], "b", [],
+                          used=Budget(used, "env steps") if used else None)  # fmt: skip
+        return res.verdict
+
+    from memrl.stats.claims import Budget
+
+    fails, holds = [("b", "a")], [("a", "b")]
+    assert v(fails, FINAL, 10) == "inconclusive (budget)"
+    assert v(fails, FINAL, 50) == NOT_REPRODUCED  # half is enough to say no
+    assert v(fails, FINAL, None) == NOT_REPRODUCED  # unknown coverage
+    assert v(fails, EARLY, 1) == NOT_REPRODUCED  # early claims look at the first part
+    assert v(holds, FINAL, 10) == PARTIALLY  # "partially" for coverage
+    assert v(holds, FINAL, 100) == REPRODUCED
+    assert v(holds, EARLY, 1) == REPRODUCED
 
 
 def test_coverage_needs_one_unit_and_a_declared_regime():
@@ -152,14 +202,13 @@ def test_coverage_needs_one_unit_and_a_declared_regime():
 
     claim = Claim("f", "X-2", "P", "S", "s", "v", "m", True, regime="final",
                   paper_budget=Budget(50_000, "env steps"))  # fmt: skip
-    res = ClaimResult(claim, dict(E), "a", [Comparison("b", "a")], "b", [],
+    res = ClaimResult(claim, dict(E), "a", [Comparison("b", "a", floor="f")], "b", [],
                       used=Budget(5_000, "env steps"))  # fmt: skip
     assert res.coverage == pytest.approx(0.1) and res.verdict == "inconclusive (budget)"
     assert res.to_row()["paper_budget"] == "50,000 env steps"
     with pytest.raises(ValueError, match="one unit"):
-        ClaimResult(
-            claim, dict(E), "a", [Comparison("a", "b")], "b", [], used=Budget(5, "episodes")
-        )
+        ClaimResult(claim, dict(E), "a", [Comparison("a", "b", floor="f")], "b", [],
+                    used=Budget(5, "episodes"))  # fmt: skip
     with pytest.raises(ValueError, match="regime"):
         Claim("f", "X-3", "P", "S", "s", "v", "m", True, regime="late", paper_budget=None)
     with pytest.raises(ValueError):
@@ -175,7 +224,9 @@ def test_effect_matches_rliables_bootstrap_and_is_signed_the_papers_way():
     from memrl.stats.trend import effect
 
     a, b = np.array([5, 6, 7, 8, 9, 3.0]), np.array([1, 2, 3, 4, 5.0])
-    ours = effect(a, b, True, seed=0, reps=20_000)
+    from memrl.stats.compare import difference
+
+    ours = difference(a, b, True, seed=0, reps=20_000, expand=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         point, ci = rly.get_interval_estimates(
@@ -186,6 +237,8 @@ def test_effect_matches_rliables_bootstrap_and_is_signed_the_papers_way():
     assert ours.iqm == pytest.approx(point["d"][0])
     assert ours.ci_low == pytest.approx(ci["d"][0, 0], abs=0.25)
     assert ours.ci_high == pytest.approx(ci["d"][1, 0], abs=0.25)
+    wide = effect(a, b, True, seed=0, reps=20_000)  # the verdicts' CI: expanded for few seeds
+    assert wide.ci_low < ours.ci_low and wide.ci_high > ours.ci_high
     assert effect(a, b, False, 0).iqm == -ours.iqm  # lower is better: the sign flips
     assert effect(a, 2.0, True, 0).n == 6 and effect(a, 2.0, True, 0).iqm == pytest.approx(4.5)
     with pytest.raises(ValueError):

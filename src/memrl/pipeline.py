@@ -288,7 +288,7 @@ def dvc_yaml(profile: str = "default") -> dict[str, Any]:
     stages["report"] = {
         "cmd": f"python -m memrl.report {res}",
         "deps": _code({"src/memrl/report.py", "src/memrl/families/__init__.py",
-                       "src/memrl/stats/claims.py"})
+                       "src/memrl/stats/claims.py", "src/memrl/stats/compare.py"})
         + [f"{fam.results_dir(profile)}/claims.json" for fam in families.FAMILIES],
         "outs": [{f"{res}/REPORT.md": _uncached()}, {f"{res}/report.json": _uncached()}],
     }  # fmt: skip

@@ -7,10 +7,67 @@ from collections.abc import Callable, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-from memrl.stats.claims import ClaimResult, share
+from memrl.stats.claims import ClaimResult, category, share
 
 VERDICT_COLORS = {"reproduced": "tab:green", "partially": "tab:orange",
-                  "inconclusive (budget)": "tab:purple", "not reproduced": "tab:red"}  # fmt: skip
+                  "inconclusive": "tab:purple", "not reproduced": "tab:red"}  # fmt: skip
+OUTCOME_COLORS = {"holds": "tab:green", "fails": "tab:red", "undecided": "tab:gray"}
+
+
+def verdict_color(verdict: str) -> str:
+    return VERDICT_COLORS[category(verdict)]
+
+
+def forest(results: Sequence[ClaimResult | dict], ncols: int = 1):
+    """The verdicts at a glance: one panel per claim, one row per comparison — its
+    difference (> 0 the paper's way) with the 95% CI, coloured by outcome (green holds, red
+    fails, grey undecided), the zero line, the −δ line of a *matches* comparison, and a grey
+    ``x`` where the difference would sit if the better arm scored its floor. ``results``:
+    claim results or their rows (``claims.json``, ``report.json``)."""
+    import textwrap
+
+    rows = [r.to_row() if isinstance(r, ClaimResult) else r for r in results]
+    rows = [r for r in rows if r.get("comparisons") and isinstance(r["comparisons"][0], dict)]
+    if not rows:
+        return None
+    heights = [0.9 + 0.34 * len(r["comparisons"]) for r in rows]
+    fig, axes = plt.subplots(
+        len(rows), ncols, figsize=(9.5, sum(heights) + 0.3), squeeze=False,
+        gridspec_kw={"height_ratios": heights}, layout="constrained",
+    )  # fmt: skip
+    for ax, r in zip(axes[:, 0], rows, strict=True):
+        comps = r["comparisons"]
+        est = r["estimates"]
+        for i, c in enumerate(comps):
+            d = c["difference"]
+            y = len(comps) - 1 - i
+            color = OUTCOME_COLORS[c["outcome"]]
+            ax.errorbar(d["iqm"], y, xerr=[[d["iqm"] - d["ci_low"]], [d["ci_high"] - d["iqm"]]],
+                        fmt="o", color=color, capsize=3, ms=5)  # fmt: skip
+            if c.get("margin") is not None:
+                ax.plot([-c["margin"]] * 2, [y - 0.4, y + 0.4], color="tab:blue", lw=1.5, ls="--")
+            if c.get("floor") and c["floor"] in est and c["worse"] in est:
+                sign = 1 if r["higher_is_better"] else -1
+                at = sign * (est[c["floor"]]["iqm"] - est[c["worse"]]["iqm"])
+                ax.plot(at, y, "x", color="dimgray", ms=7, mew=1.5)
+        labels = []
+        for c in comps:
+            why = f" ({c['reason']})" if c.get("reason") else ""
+            labels.append(
+                textwrap.shorten(f"{c['text']}: {c['outcome']}{why}", 70, placeholder="…")
+            )
+        ax.set_yticks(range(len(comps)), labels[::-1], fontsize=7.5)
+        ax.axvline(0, color="black", lw=0.8)
+        ax.set_ylim(-0.6, len(comps) - 0.4)
+        ax.grid(alpha=0.3, axis="x")
+        ax.tick_params(axis="x", labelsize=7.5)
+        ax.set_title(f"{r['claim_id']}: {r['verdict']}", fontsize=9, loc="left",
+                     color=verdict_color(r["verdict"]))  # fmt: skip
+    axes[-1, 0].set_xlabel(
+        "difference A − B (> 0: the paper's way), 95% CI;  -- −δ of a 'matches' test;  "
+        "x: where a floor-level A would sit", fontsize=8,
+    )  # fmt: skip
+    return fig
 
 
 def claim_intervals(results: Sequence[ClaimResult], figsize=(9, None)):
@@ -26,7 +83,7 @@ def claim_intervals(results: Sequence[ClaimResult], figsize=(9, None)):
                 i,
                 xerr=[[e.iqm - e.ci_low], [e.ci_high - e.iqm]],
                 fmt="o",
-                color=VERDICT_COLORS[res.verdict] if name == res.ours else "tab:gray",
+                color=verdict_color(res.verdict) if name == res.ours else "tab:gray",
                 capsize=3,
             )
         lows = [res.estimates[k].ci_low for k in names]
@@ -105,7 +162,7 @@ def trend_panels(results: Sequence[ClaimResult], ncols: int = 2):
         ax.axhline(0, color="black", lw=0.8)
         cov = "" if res.coverage is None else f", coverage {share(res.coverage)}"
         ax.set_title(f"{res.claim.claim_id} ({res.claim.regime}{cov}): {res.verdict}",
-                     fontsize=9, loc="left", color=VERDICT_COLORS[res.verdict])  # fmt: skip
+                     fontsize=9, loc="left", color=verdict_color(res.verdict))  # fmt: skip
         ax.set(xlabel="% of our budget", ylabel="effect (> 0: the paper's way)", xlim=(0, 105))
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22), frameon=False)

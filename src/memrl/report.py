@@ -15,7 +15,8 @@ from typing import Any
 
 from memrl.families import NAMES as FAMILY_ORDER  # the registry's order
 from memrl.runtime import atomic_write_json, atomic_write_text, repo_root
-from memrl.stats.claims import VERDICT_RULE, VERDICTS
+from memrl.stats.claims import VERDICT_RULE, VERDICTS, category, share
+from memrl.stats.compare import MEASURED_RATES
 
 
 def load_rows(results: Path) -> list[dict[str, Any]]:
@@ -42,6 +43,17 @@ def _md_escape(s: str) -> str:
     return s.replace("|", "\\|").replace("\n", " ")
 
 
+def _reasons(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """How many inconclusive verdicts give each reason (``power``, ``budget``, ``floor``...)."""
+    out: dict[str, int] = {}
+    for r in rows:
+        v = r["verdict"]
+        if category(v) == "inconclusive" and "(" in v:
+            reason = v[v.index("(") + 1 :].split(":")[0].rstrip(")")
+            out[f"inconclusive ({reason})"] = out.get(f"inconclusive ({reason})", 0) + 1
+    return out
+
+
 def trend_text(r: dict[str, Any]) -> str:
     """The directions of a claim's trends, e.g. ``widening (the paper's way)``."""
     if not r.get("trends"):
@@ -49,18 +61,62 @@ def trend_text(r: dict[str, Any]) -> str:
     return "; ".join(f"{t['direction']} ({t['heading']})" for t in r["trends"])
 
 
+def comparison_text(c: dict[str, Any]) -> str:
+    """``A > B: +12.3 [+4.1, +20.2] holds`` (with ``δ`` for a matches test and the reason
+    of an undecided one)."""
+    d = c["difference"]
+    margin = f", δ {_fmt(c['margin'])}" if c.get("margin") is not None else ""
+    why = {"floor": " (both at the floor)", "power": " (power)"}.get(c.get("reason") or "", "")
+    return (f"{c['text']}: {d['iqm']:+.4g} [{d['ci_low']:+.4g}, {d['ci_high']:+.4g}]{margin} "
+            f"{c['outcome']}{why}")  # fmt: skip
+
+
+def floor_text(r: dict[str, Any]) -> str:
+    """The claim's floor(s) with IQM and CI, or why it has none; its ceiling if any."""
+    if not r.get("floors"):
+        text = f"none: {r.get('floor_reason') or 'not given'}"
+    else:
+        text = "; ".join(
+            f"{f['name']}: {_fmt(f['iqm'])} [{_fmt(f['ci_low'])}, {_fmt(f['ci_high'])}]"
+            for f in r["floors"]
+        )
+    if r.get("ceiling"):
+        c = r["ceiling"]
+        text += f"; ceiling {c['name']}: {_fmt(c['iqm'])}"
+    return text
+
+
+def verdict_text(r: dict[str, Any]) -> str:
+    """The verdict, with the share of the paper's budget an early claim looks at."""
+    scope = ""
+    if r["regime"] == "early" and r.get("coverage") is not None:
+        scope = f" (early regime: {share(r['coverage'])} of the paper's budget)"
+    return f"**{r['verdict']}**{scope}"
+
+
 def render(rows: list[dict[str, Any]]) -> str:
-    counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
+    counts = {v: sum(category(r["verdict"]) == v for r in rows) for v in VERDICTS}
     out = [
         "# memrl — claims report",
         "",
         "Every row: a paper's claim beside our reproduction. *Ours* is the interquartile mean (IQM) "
-        "over seeds with a 95% stratified-bootstrap confidence interval (rliable).",
+        "over seeds with a 95% bootstrap confidence interval; each comparison is judged on the "
+        "difference of two IQMs with its own 95% CI, beside the claim's floor.",
         "",
         f"**Verdict rule.** {VERDICT_RULE}",
         "",
+        "**Methods.** IQMs are 25%-trimmed means over seeds. Every CI is a bootstrap over "
+        "seeds (each arm resampled on its own, as rliable's stratified bootstrap) whose "
+        "percentile interval is *expanded* for small samples (Hesterberg 2015): the plain "
+        "percentile interval of an IQM over 5 seeds covers ~90%, not 95%. " + MEASURED_RATES,
+        "",
         f"**Summary:** {len(rows)} claims — "
         + ", ".join(f"{counts[v]} {v}" for v in VERDICTS)
+        + (
+            f" ({', '.join(f'{n} {v}' for v, n in _reasons(rows).items())})"
+            if _reasons(rows)
+            else ""
+        )
         + ".",
         "",
         "*Regime*: early (the first part of training) or final (after the paper's budget). "
@@ -68,16 +124,11 @@ def render(rows: list[dict[str, Any]]) -> str:
         "(IQM difference, > 0 the paper's way) moves from 25% to 100% of our budget — "
         "widening, closing, flipping or steady (details under each claim).",
         "",
-        "| family | claim | paper | source | paper's value | metric | ours: IQM [95% CI] | compared with | seeds | budget | regime | coverage | trend | verdict |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| family | claim | paper | source | paper's value | metric | ours: IQM [95% CI] | comparisons: A − B [95% CI], outcome | floor | seeds | budget | regime | coverage | trend | verdict |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         o = r["ours"]
-        others = "; ".join(
-            f"{k}: {_fmt(v['iqm'])} [{_fmt(v['ci_low'])}, {_fmt(v['ci_high'])}]"
-            for k, v in r["estimates"].items()
-            if k != r["ours_name"]
-        )
         cells = [
             r["family"],
             r["claim_id"],
@@ -86,13 +137,14 @@ def render(rows: list[dict[str, Any]]) -> str:
             r["paper_value"],
             r["metric"],
             f"{r['ours_name']}: {_fmt(o['iqm'])} [{_fmt(o['ci_low'])}, {_fmt(o['ci_high'])}]",
-            others,
+            "; ".join(comparison_text(c) for c in r["comparisons"]),
+            floor_text(r),
             str(r["n_seeds"]),
             r["budget"],
             r["regime"],
             r["coverage_text"],
             trend_text(r),
-            f"**{r['verdict']}**",
+            verdict_text(r),
         ]
         out.append("| " + " | ".join(_md_escape(c) for c in cells) + " |")
     out += ["", "## Claims, comparisons and deviations from the papers", ""]
@@ -103,16 +155,19 @@ def render(rows: list[dict[str, Any]]) -> str:
         if r.get("machine_dependent"):
             out.append("*Machine-dependent:* wall-clock on the machine that ran it.  ")
         better = "higher" if r["higher_is_better"] else "lower"
-        legend = ['"A > B": A beats B']
-        if any(" >= " in c for c in r["comparisons"]):
-            legend.append("\"A >= B\": A matches or beats B (A's CI reaches B's IQM)")
+        legend = ['"A > B": A beats B (the CI of A − B above 0)']
+        if any(c["relation"] != "beats" for c in r["comparisons"]):
+            legend.append('"A >= B": A matches or beats B (the CI of A − B above −δ)')
+        out.append(f"*Tested on* {r['metric']} ({'; '.join(legend)}; {better} is better):  ")
+        for c in r["comparisons"]:
+            src = f" — δ: {c['margin_source']}" if c.get("margin_source") else ""
+            out.append(f"- {comparison_text(c)}{src}")
+        out.append("")
+        out.append(f"*Floor:* {floor_text(r)}  ")
         out.append(
-            f"*Tested as:* {', '.join(r['comparisons'])} on {r['metric']} "
-            f"({'; '.join(legend)}; {better} is better).  "
-        )
-        out.append(
-            f"*Verdict:* **{r['verdict']}**"
+            f"*Verdict:* {verdict_text(r)}"
             + (f" (coverage: {r['coverage_note']})" if r.get("coverage_note") else "")
+            + f"; {r['n_seeds']} seeds per arm  "
         )
         out.append(
             f"*Regime:* {r['regime']}; *budget:* ours {r.get('used_budget') or 'n/a'}, the "
@@ -171,6 +226,10 @@ def main(argv: list[str] | None = None) -> None:
                 "trends",
                 "verdict",
                 "deviations",
+                "floor",
+                "floors",
+                "floor_reason",
+                "ceiling",
             )
         }
         | {

@@ -9,11 +9,15 @@ from pathlib import Path
 import pandas as pd
 
 from memrl.runtime import atomic_path, atomic_write_json, repo_root
-from memrl.stats.claims import ClaimResult, share
+from memrl.stats.claims import ClaimResult, category, share
 
 # for `dvc metrics`: an inconclusive verdict is no score (null), not a low one
-VERDICT_SCORE = {"reproduced": 1.0, "partially": 0.5, "inconclusive (budget)": None,
-                 "not reproduced": 0.0}  # fmt: skip
+VERDICT_SCORE = {"reproduced": 1.0, "partially": 0.5, "inconclusive": None, "not reproduced": 0.0}
+
+
+def verdict_score(verdict: str) -> float | None:
+    """A verdict as a number for ``dvc metrics`` (None: inconclusive, whatever the reason)."""
+    return VERDICT_SCORE[category(verdict)]
 
 
 def output_dir(path: str) -> Path:
@@ -61,28 +65,38 @@ def save_metrics(folder: Path, rows: Sequence[dict]) -> None:
     for r in rows:
         ours = r["estimates"][r["ours_name"]]
         metrics = {k: ours[k] for k in ("iqm", "ci_low", "ci_high")}
-        metrics |= {"seeds": ours["n"], "coverage": r["coverage"],
-                    "verdict_score": VERDICT_SCORE[r["verdict"]]}  # fmt: skip
+        metrics |= {"seeds": r["n_seeds"], "coverage": r["coverage"],
+                    "verdict_score": verdict_score(r["verdict"])}  # fmt: skip
         atomic_write_json(folder / f"{r['claim_id']}.json", metrics)
 
 
 def claims_table(rows: Sequence[ClaimResult], digits: int = 3) -> pd.DataFrame:
-    """The claims as a compact, deterministic table (for the notebook's claims cell)."""
+    """The claims as a compact, deterministic table (for the notebook's claims cell): our
+    headline value, each comparison's difference with its CI and outcome, the floor, the
+    seeds and the verdict."""
 
     def g(x: float) -> str:
         return f"{x:.{digits}g}"
+
+    def judged(o) -> str:
+        d = o.judgement.difference
+        m = f", δ {g(o.judgement.margin)}" if o.judgement.margin is not None else ""
+        why = f" ({o.judgement.reason})" if o.judgement.reason else ""
+        return f"{o.comparison}: {g(d.iqm)} [{g(d.ci_low)}, {g(d.ci_high)}]{m} {o.outcome}{why}"
+
+    def floor(r: ClaimResult) -> str:
+        name = next((c.floor for c in r.comparisons if c.floor), None)
+        return f"{name}: {g(r.estimates[name].iqm)}" if name else f"none ({r.floor_reason})"
 
     return pd.DataFrame(
         [
             {
                 "claim": r.claim.claim_id,
-                "paper": r.claim.paper.split(",")[0],
                 "ours": r.ours,
                 "IQM [95% CI]": f"{g(e.iqm)} [{g(e.ci_low)}, {g(e.ci_high)}]",
-                "others (IQM)": "; ".join(
-                    f"{k}: {g(v.iqm)}" for k, v in r.estimates.items() if k != r.ours
-                ),
-                "seeds": e.n,
+                "comparisons: A − B [95% CI]": "; ".join(judged(o) for o in r.outcomes),
+                "floor": floor(r),
+                "seeds": r.n_seeds,
                 "coverage": share(r.coverage),
                 "verdict": r.verdict,
             }

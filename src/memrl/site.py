@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from memrl.families import FAMILIES
-from memrl.report import load_rows, trend_text
+from memrl.report import comparison_text, floor_text, load_rows, trend_text
 from memrl.runtime import repo_root
-from memrl.stats.claims import VERDICTS
+from memrl.stats.claims import VERDICTS, category
 
 CLAIMS_ANCHOR = "Claims"  # the notebooks' "## Claims" heading, as nbconvert ids it
 CLAIM_FIGURES = ("claims", "trends")  # the figures a claim's row links (its family page has all)
@@ -39,6 +39,8 @@ td.num { white-space: nowrap; font-variant-numeric: tabular-nums; }
 .verdict { font-weight: 600; white-space: nowrap; }
 .v-reproduced { color: #1a7f37; } .v-partially { color: #9a6700; }
 .v-not { color: #cf222e; } .v-inconclusive { color: #6639ba; }
+.o-holds { color: #1a7f37; } .o-fails { color: #cf222e; } .o-undecided { color: #57606a; }
+figure.forest img { max-width: 900px; }
 nav a { margin-right: 1rem; }
 img { max-width: 100%; }
 pre { background: #f6f8fa; padding: 0.5rem; overflow-x: auto; font-size: 0.8rem; }
@@ -59,7 +61,15 @@ def page(title: str, body: str, pages: Iterable[str]) -> str:
 
 
 def _verdict_class(verdict: str) -> str:
-    return "v-" + verdict.split()[0]
+    return "v-" + category(verdict).split()[0]
+
+
+def _comparisons(r: dict[str, Any]) -> str:
+    """One line per comparison: its difference with the CI, coloured by its outcome."""
+    return "<br>".join(
+        f"<span class='o-{c['outcome']}'>{html.escape(comparison_text(c))}</span>"
+        for c in r["comparisons"]
+    )
 
 
 def _estimate(e: dict[str, Any]) -> str:
@@ -68,15 +78,24 @@ def _estimate(e: dict[str, Any]) -> str:
 
 def index(rows: list[dict[str, Any]], pages: set[str], figures: dict[str, list[str]]) -> str:
     """The claims table: one row per claim, links to its family's page and figures."""
-    counts = {v: n for v in VERDICTS if (n := sum(r["verdict"] == v for r in rows))}
-    head = ["claim", "paper", "statement", "paper's value", "ours: IQM [95% CI]", "seeds",
+    counts = {v: n for v in VERDICTS if (n := sum(category(r["verdict"]) == v for r in rows))}
+    head = ["claim", "paper", "statement", "paper's value",
+            "comparisons: A − B [95% CI], outcome", "floor", "ours: IQM [95% CI]", "seeds",
             "regime", "coverage", "trend", "verdict", "notebook and figures"]  # fmt: skip
     lines = [
         "<h1>memrl — does memory in RL do what the papers say?</h1>",
         f"<p>{len(rows)} claims: "
         + ", ".join(f"{n} {html.escape(v)}" for v, n in counts.items())
-        + ". <em>Ours</em>: interquartile mean over seeds with a 95% stratified-bootstrap "
-        "CI (rliable). <em>Coverage</em>: our budget / the paper's.</p>",
+        + ". Each comparison is judged on the difference of two IQMs over seeds with its "
+        "95% bootstrap CI: <em>beats</em> holds when the CI is above 0, <em>matches</em> when "
+        "it is above −δ; a comparison whose arms both sit at the floor (a policy with no "
+        "learning or no knowledge) is undecided. <em>Coverage</em>: our budget / the "
+        "paper's.</p>",
+        "<figure class='forest'><img src='forest.png' alt='every comparison: its difference "
+        "with the 95% CI, coloured by outcome'><figcaption>Every comparison: difference with "
+        "its 95% CI (green holds, red fails, grey undecided), the zero line, −δ of a "
+        "<em>matches</em> test (dashed), where a floor-level method would sit (x).</figcaption>"
+        "</figure>",
         "<table><thead><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>",
     ]
     for r in rows:
@@ -92,6 +111,8 @@ def index(rows: list[dict[str, Any]], pages: set[str], figures: dict[str, list[s
             html.escape(f"{r['paper']} ({r['source']})"),
             html.escape(r["statement"]),
             html.escape(r["paper_value"]),
+            _comparisons(r),
+            html.escape(floor_text(r)),
             f"{html.escape(r['ours_name'])}: <span class='num'>{_estimate(r['ours'])}</span>",
             str(r["n_seeds"]),
             r["regime"],
@@ -103,6 +124,22 @@ def index(rows: list[dict[str, Any]], pages: set[str], figures: dict[str, list[s
         lines.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     lines.append("</tbody></table>")
     return page("memrl — claims", "\n".join(lines), pages)
+
+
+def _forest(rows: list[dict[str, Any]], path: Path) -> None:
+    """The forest plot of every claim's comparisons (the site's first screen)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from memrl.plots import forest
+
+    fig = forest(rows)
+    if fig is None:  # no judged comparisons: an empty picture keeps the page's link whole
+        fig = plt.figure(figsize=(4, 1))
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
 
 
 def notebook_page(ipynb: Path, title: str, pages: Iterable[str]) -> str:
@@ -141,6 +178,7 @@ def build(results: Path, out: Path) -> Path:
                 figures[fam.name] = sorted(
                     f"figures/{fam.name}/{p.name}" for p in dst.glob("*.png")
                 )
+        _forest(rows, tmp / "forest.png")
         (tmp / "index.html").write_text(index(rows, pages, figures))
         _publish(staging, out.parent)
     finally:

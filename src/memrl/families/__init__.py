@@ -83,8 +83,12 @@ class Family:
 
     def job_sources(self) -> list[str]:
         """Every source file the family's jobs may import (repo-relative), found by
-        following ``jobs.py``'s ``memrl`` imports, function-level ones included."""
-        return module_closure(f"memrl.families.{self.name}.jobs")
+        following the ``memrl`` imports of ``jobs.py`` and of its floors' job modules,
+        function-level ones included."""
+        mods = {f"memrl.families.{self.name}.jobs"}
+        if self.floors is not None:  # it imports the job functions its grid names
+            mods.add(self.floors.__name__)
+        return sorted(set().union(*(module_closure(m) for m in mods)))
 
     def analysis_sources(self) -> list[str]:
         """Every source file the family's notebook stage reads: the ``memrl`` modules its
@@ -93,14 +97,36 @@ class Family:
         mods = _imports(notebook, "") | {"memrl.pipeline"}
         return sorted(set().union(*(module_closure(m) for m in mods)))
 
-    def grid(self, cfg: Any) -> list[Any]:
-        """The profile's jobs, each stamped with the fingerprint of the code it runs."""
-        from memrl.jobs import code_fingerprint
+    @property
+    def floors(self) -> ModuleType | None:
+        """``memrl.families.<name>.floors``: the grid of the family's floor jobs, if any."""
+        try:
+            return self.module("floors")
+        except ModuleNotFoundError:
+            return None
 
-        # the runner's own code (memrl/jobs.py, this registry) does not change results
-        runner = {"src/memrl/jobs.py", "src/memrl/families/__init__.py"}
-        code = code_fingerprint(set(self.job_sources()) - runner, repo_root())
-        return [replace(s, code=code, gpu=self.gpu) for s in self.module("jobs").grid(cfg)]
+    def grid(self, cfg: Any) -> list[Any]:
+        """The profile's jobs, then its floor jobs, each stamped with the fingerprint of the
+        code it runs: the closure of its job function's module (the family's ``jobs.py``
+        for its runs; ``memrl.floors`` or the family's ``floors.py`` for its floors), so a
+        floor added or changed never moves a run's key."""
+        specs = list(self.module("jobs").grid(cfg))
+        if self.floors is not None:
+            specs += self.floors.grid(cfg)
+        return [replace(s, code=job_code(s.fn), gpu=self.gpu) for s in specs]
+
+
+# the runner's own code (memrl/jobs.py, this registry) does not change results
+RUNNER = frozenset({"src/memrl/jobs.py", "src/memrl/families/__init__.py"})
+
+
+@cache
+def job_code(fn: str) -> str:
+    """The fingerprint of the code a job function runs: its module and every ``memrl``
+    module that module imports, the runner left out."""
+    from memrl.jobs import code_fingerprint
+
+    return code_fingerprint(set(module_closure(fn.partition(":")[0])) - RUNNER, repo_root())
 
 
 FAMILIES: tuple[Family, ...] = (

@@ -12,30 +12,63 @@ a *final* claim run on less than half the paper's budget whose comparisons fail 
 from __future__ import annotations
 
 from dataclasses import KW_ONLY, asdict, dataclass, field
+from functools import cached_property
 from typing import Any
 
-from memrl.stats.aggregate import Estimate
+from memrl.stats.aggregate import stable_seed
+from memrl.stats.compare import (
+    BEATS,
+    FAILS,
+    GAP_10,
+    HOLDS,
+    MATCHES,
+    REPS,
+    Judgement,
+    Margin,
+    judge,
+)
 
-REPRODUCED, PARTIALLY, NOT_REPRODUCED = "reproduced", "partially", "not reproduced"
-INCONCLUSIVE = "inconclusive (budget)"
-VERDICTS = (REPRODUCED, PARTIALLY, INCONCLUSIVE, NOT_REPRODUCED)
+__all__ = ["BEATS", "GAP_10", "MATCHES", "Budget", "Claim", "ClaimResult", "Comparison", "Margin"]
+
+REPRODUCED, PARTIALLY, NOT_REPRODUCED, INCONCLUSIVE = (
+    "reproduced",
+    "partially",
+    "not reproduced",
+    "inconclusive",
+)
+VERDICTS = (REPRODUCED, PARTIALLY, INCONCLUSIVE, NOT_REPRODUCED)  # categories, report order
 EARLY, FINAL = "early", "final"
 LOW_COVERAGE = 0.5  # below this share of the paper's budget a final-regime "no" is "not yet"
 
 VERDICT_RULE = (
-    "Each claim is a set of comparisons (A beats B in the paper's direction). "
-    "**reproduced**: every comparison holds with non-overlapping 95% stratified-bootstrap CIs "
-    "(IQM over seeds) and our setup covers the range the paper tested; "
-    "**partially**: every IQM points the paper's way but some CIs overlap, or our setup covers "
-    "less than the paper's range; **not reproduced**: some IQM points the other way or ties. "
-    "A claim that A *matches or beats* B (no significant loss) holds when A's CI reaches "
-    "B's IQM (A.ci_high >= B.iqm in the better direction) and fails otherwise. "
-    "**Budget.** Each claim is about an *early* regime (the first part of training) or a "
-    "*final* one (after the paper's budget); *coverage* = our budget / the paper's, in the "
-    "paper's unit. A *final* claim run at < 50% coverage is **inconclusive (budget)** when "
-    "some comparison fails (its trend shows where it heads) and at most **partially** when "
-    "all hold; *early* claims, and claims whose paper budget is unknown, are judged as above."
+    "Each claim is a set of comparisons in the paper's direction, each judged on the "
+    "*difference* A − B (IQM over seeds, > 0 the paper's way) with a 95% CI from a bootstrap "
+    "over the seeds of both arms. *A beats B* **holds** when the CI lies above 0 and **fails** "
+    "when it lies at or below 0; *A matches or beats B* is an equivalence test with a declared "
+    "margin δ (its source beside it): it holds when the CI's lower end is above −δ and fails "
+    "when its upper end is at or below −δ; otherwise the comparison is **undecided**. Every claim "
+    "names its **floor**, the score of a policy with no learning or no knowledge, run in the "
+    "same envs and seeds: a comparison in which neither arm's CI clears the floor's CI is "
+    "undecided, whatever its difference. **reproduced**: every comparison holds and our setup "
+    "covers the range the paper tested; **not reproduced**: some comparison fails; "
+    "**partially**: some hold and none fails (or all hold on a narrower setup); "
+    "**inconclusive** when nothing holds and nothing fails, with its reason: *floor* (no "
+    "compared method clears its floor; *model scale* for the LLM claims), *budget* or *power* "
+    "(with the seeds per arm a decision would need at the observed difference). **Budget.** "
+    "Each claim is about an *early* regime (the first part of training) or a *final* one "
+    "(after the paper's budget); *coverage* = our budget / the paper's, in the paper's unit. "
+    "A *final* claim run at < 50% coverage whose comparisons fail is **inconclusive "
+    "(budget)**, and at most **partially** when they hold; an *early* claim states the share "
+    "of the paper's budget it looks at."
 )
+
+
+def category(verdict: str) -> str:
+    """A verdict's category, without its reason: ``inconclusive (power: ...)`` -> ``inconclusive``."""
+    for v in (NOT_REPRODUCED, REPRODUCED, PARTIALLY, INCONCLUSIVE):
+        if verdict.startswith(v):
+            return v
+    raise ValueError(f"not a verdict: {verdict!r}")
 
 
 def share(x: float | None) -> str:
@@ -80,39 +113,79 @@ class Claim:
     regime: str  # EARLY or FINAL
     paper_budget: Budget | None  # None: the paper's budget could not be retrieved
     machine_dependent: bool = False  # wall-clock: differs between machines (no determinism check)
+    below_floor: str = "floor"  # why a claim whose methods all sit at the floor says nothing
 
     def __post_init__(self) -> None:
         if self.regime not in (EARLY, FINAL):
             raise ValueError(f"{self.claim_id}: regime must be '{EARLY}' or '{FINAL}'")
 
 
-BEATS, MATCHES = "beats", "matches or beats"
-
-
 @dataclass(frozen=True)
 class Comparison:
-    """``better`` should beat ``worse`` on the claim's metric.
+    """``better`` should beat ``worse`` on the claim's metric (``relation=BEATS``), or show no
+    loss against it beyond ``margin`` (``relation=MATCHES``, an equivalence test).
 
-    With ``relation=MATCHES`` it should merely not fall below it (a "no significant
-    loss" claim): that holds when ``better``'s CI reaches ``worse``'s IQM.
+    :param floor: the name of the estimate of this comparison's floor (a policy with no
+        learning or no knowledge in the same env), if it has one
+    :param ceiling: the name of its ceiling (an oracle), if one exists
+    :param sides: the arms that must clear the floor (default: ``better`` and ``worse``)
     """
 
     better: str
     worse: str
     relation: str = BEATS
+    _: KW_ONLY
+    margin: Margin | None = None
+    floor: str | None = None
+    ceiling: str | None = None
+    sides: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.relation not in (BEATS, MATCHES):
             raise ValueError(f"relation must be '{BEATS}' or '{MATCHES}', got {self.relation!r}")
+        if (self.relation == MATCHES) != (self.margin is not None):
+            raise ValueError(f"{self}: a margin goes with 'matches or beats', and only with it")
 
     def __str__(self) -> str:
         return f"{self.better} {'>' if self.relation == BEATS else '>='} {self.worse}"
 
 
+@dataclass(frozen=True)
+class Outcome:
+    """One comparison as judged: its difference with the CI, the margin, the outcome."""
+
+    comparison: Comparison
+    judgement: Judgement
+
+    @property
+    def outcome(self) -> str:
+        return self.judgement.outcome
+
+    def as_dict(self) -> dict[str, Any]:
+        c, j = self.comparison, self.judgement
+        d = j.difference
+        return {
+            "better": c.better, "relation": c.relation, "worse": c.worse,
+            "difference": {"iqm": d.iqm, "ci_low": d.ci_low, "ci_high": d.ci_high},
+            "margin": j.margin, "margin_source": c.margin.source if c.margin else None,
+            "floor": c.floor, "outcome": j.outcome, "reason": j.reason,
+            "seeds_needed": j.seeds_needed, "text": str(c),
+        }  # fmt: skip
+
+
 @dataclass
 class ClaimResult:
+    """A claim judged on our runs.
+
+    :param estimates: name -> an :class:`~memrl.stats.compare.Arm` (per-seed values with
+        their IQM and CI) or a constant (an :class:`Estimate` with ``n = 0``: a paper's
+        number, a threshold); floors and ceilings are estimates too
+    :param floor_reason: why the claim has no floor (e.g. a timing benchmark); required when
+        no comparison names one
+    """
+
     claim: Claim
-    estimates: dict[str, Estimate]  # name -> estimate over seeds (n = 0: a paper's constant)
+    estimates: dict[str, Any]
     ours: str  # the name in ``estimates`` that is the claim's headline value
     comparisons: list[Comparison]
     budget: str
@@ -123,14 +196,25 @@ class ClaimResult:
     used: Budget | None = None  # our budget, in the unit of ``claim.paper_budget``
     trends: list[Any] = field(default_factory=list)  # memrl.stats.trend.Trend, one per comparison
     trend_note: str = ""  # what the trend is measured on, or why there is none
+    floor_reason: str = ""
+    reps: int = REPS  # bootstrap resamples per difference
 
     def __post_init__(self) -> None:
+        cid = self.claim.claim_id
         paper = self.claim.paper_budget
         if paper is not None and self.used is not None and paper.unit != self.used.unit:
             raise ValueError(
-                f"{self.claim.claim_id}: our budget is in {self.used.unit!r}, the paper's in "
+                f"{cid}: our budget is in {self.used.unit!r}, the paper's in "
                 f"{paper.unit!r}: coverage needs one unit"
             )
+        if not self.comparisons:
+            raise ValueError(f"{cid}: a claim needs at least one comparison")
+        for c in self.comparisons:
+            for name in (c.better, c.worse, c.floor, c.ceiling, *c.sides):
+                if name is not None and name not in self.estimates:
+                    raise KeyError(f"{cid}: comparison {c} names {name!r}, which has no estimate")
+        if not any(c.floor for c in self.comparisons) and not self.floor_reason:
+            raise ValueError(f"{cid}: name a floor in its comparisons, or say why it has none")
 
     @property
     def coverage(self) -> float | None:
@@ -150,17 +234,45 @@ class ClaimResult:
             return f"unknown (paper's budget not retrieved; ours {self.used})"
         return f"{share(self.coverage)} ({self.used.amount_text} of {paper})"
 
+    @cached_property
+    def outcomes(self) -> list[Outcome]:
+        """Each comparison judged (bootstraps seeded by the claim's id and the comparison)."""
+        est, hib = self.estimates, self.claim.higher_is_better
+        out = []
+        for c in self.comparisons:
+            floor = est[c.floor] if c.floor else None
+            margin = c.margin.resolve(est[c.worse].iqm, floor and floor.iqm) if c.margin else None
+            seed = stable_seed(self.claim.claim_id, str(c), "difference")
+            j = judge(est[c.better], est[c.worse], c.relation, hib, seed, margin=margin,
+                      floor=floor, sides=[est[s] for s in c.sides], reps=self.reps)  # fmt: skip
+            out.append(Outcome(c, j))
+        return out
+
     @property
     def verdict(self) -> str:
         return verdict(
-            self.estimates, self.comparisons, self.claim.higher_is_better, self.coverage_complete,
-            self.claim.regime, self.coverage,
+            [o.judgement for o in self.outcomes], self.coverage_complete, self.claim.regime,
+            self.coverage, self.claim.below_floor,
         )  # fmt: skip
+
+    @property
+    def n_seeds(self) -> int:
+        """The fewest seeds of any run arm (paper constants and floors left out)."""
+        floors = {c.floor for c in self.comparisons} | {c.ceiling for c in self.comparisons}
+        return min((e.n for k, e in self.estimates.items() if e.n and k not in floors), default=0)
+
+    def _named(self, name: str | None) -> dict[str, Any] | None:
+        if name is None:
+            return None
+        e = self.estimates[name]
+        return {"name": name, "iqm": e.iqm, "ci_low": e.ci_low, "ci_high": e.ci_high}
 
     def to_row(self) -> dict[str, Any]:
         ours = self.estimates[self.ours]
         claim = asdict(self.claim)
         claim["paper_budget"] = str(self.claim.paper_budget) if self.claim.paper_budget else None
+        floor = next((c.floor for c in self.comparisons if c.floor), None)
+        ceiling = next((c.ceiling for c in self.comparisons if c.ceiling), None)
         return {
             **claim,
             "used_budget": str(self.used) if self.used else None,
@@ -171,54 +283,45 @@ class ClaimResult:
             "ours_name": self.ours,
             "ours": {"iqm": ours.iqm, "ci_low": ours.ci_low, "ci_high": ours.ci_high},
             "estimates": {k: v.as_dict() for k, v in self.estimates.items()},
-            "comparisons": [str(c) for c in self.comparisons],
-            "n_seeds": min((e.n for e in self.estimates.values() if e.n), default=0),
+            "comparisons": [o.as_dict() for o in self.outcomes],
+            "floor": self._named(floor),
+            "floors": [self._named(f) for f in dict.fromkeys(c.floor for c in self.comparisons if c.floor)],
+            "floor_reason": self.floor_reason or None,
+            "ceiling": self._named(ceiling),
+            "n_seeds": self.n_seeds,
             "budget": self.budget,
             "verdict": self.verdict,
             "coverage_complete": self.coverage_complete,
             "coverage_note": self.coverage_note,
             "deviations": list(self.deviations),
             "extra": dict(self.extra),
-        }
-
-
-def _beats(a: Estimate, b: Estimate, higher_is_better: bool) -> tuple[bool, bool]:
-    """(IQM points the right way, CIs separated the right way)."""
-    if higher_is_better:
-        return a.iqm > b.iqm, a.ci_low > b.ci_high
-    return a.iqm < b.iqm, a.ci_high < b.ci_low
-
-
-def _matches(a: Estimate, b: Estimate, higher_is_better: bool) -> bool:
-    """A shows no significant loss against B: A's CI reaches B's IQM."""
-    return a.ci_high >= b.iqm if higher_is_better else a.ci_low <= b.iqm
+        }  # fmt: skip
 
 
 def verdict(
-    estimates: dict[str, Estimate],
-    comparisons: list[Comparison],
-    higher_is_better: bool,
+    judgements: list[Judgement],
     coverage_complete: bool = True,
     regime: str = EARLY,
     coverage: float | None = None,
+    below_floor: str = "floor",
 ) -> str:
-    """Apply :data:`VERDICT_RULE` to estimates from the runs (``coverage``: our budget / the
-    paper's, None if unknown)."""
-    if not comparisons:
+    """Apply :data:`VERDICT_RULE` to judged comparisons (``coverage``: our budget / the
+    paper's, None if unknown; ``below_floor``: the reason a claim whose methods all sit at
+    their floor is inconclusive)."""
+    if not judgements:
         raise ValueError("a claim needs at least one comparison")
-    points, separated = [], []
-    for c in comparisons:
-        if c.better not in estimates or c.worse not in estimates:
-            raise KeyError(f"comparison {c} names a method without an estimate")
-        if c.relation == MATCHES:
-            p = s = _matches(estimates[c.better], estimates[c.worse], higher_is_better)
-        else:
-            p, s = _beats(estimates[c.better], estimates[c.worse], higher_is_better)
-        points.append(p)
-        separated.append(s)
+    outcomes = [j.outcome for j in judgements]
     short = regime == FINAL and coverage is not None and coverage < LOW_COVERAGE
-    if not all(points):
-        return INCONCLUSIVE if short else NOT_REPRODUCED
-    if all(separated) and coverage_complete and not short:
-        return REPRODUCED
-    return PARTIALLY
+    if FAILS in outcomes:
+        return f"{INCONCLUSIVE} (budget)" if short else NOT_REPRODUCED
+    if HOLDS in outcomes:
+        every = all(o == HOLDS for o in outcomes)
+        return REPRODUCED if every and coverage_complete and not short else PARTIALLY
+    if all(j.reason == "floor" for j in judgements):
+        return f"{INCONCLUSIVE} ({below_floor})"
+    if short:
+        return f"{INCONCLUSIVE} (budget)"
+    needed = [j.seeds_needed for j in judgements if j.reason == "power"]
+    if any(n is None for n in needed):
+        return f"{INCONCLUSIVE} (power: no difference observed)"
+    return f"{INCONCLUSIVE} (power: ~{max(needed)} seeds per arm would decide)"

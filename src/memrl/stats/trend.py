@@ -3,8 +3,8 @@
 A claim run on a tenth of a paper's budget cannot say "no" about the end of training;
 what it can show is the *trend*: the compared effect — IQM(A) − IQM(B), signed so that
 a positive effect is the paper's way — at 25, 50, 75 and 100% of our budget, each with
-a 95% bootstrap CI (a stratified independent bootstrap as rliable's: the two methods'
-seeds are resampled apart). :attr:`Trend.direction` reads the curve as *widening*, *closing*,
+a 95% bootstrap CI from the verdicts' own estimator (:func:`memrl.stats.compare.difference`:
+the two methods' seeds resampled apart, the percentile interval expanded for few seeds). :attr:`Trend.direction` reads the curve as *widening*, *closing*,
 *flipping* or *steady*.
 
 Values come from the same stored runs as the claim: periodic deterministic evaluations
@@ -20,8 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from memrl.stats.aggregate import Estimate, iqm, stable_seed
+from memrl.stats.aggregate import Estimate, stable_seed
 from memrl.stats.claims import Claim, Comparison
+from memrl.stats.compare import difference
 from memrl.stats.curves import CHECKPOINTS
 
 __all__ = ["CHECKPOINTS", "Trend", "TrendPoint", "effect", "trends"]
@@ -82,34 +83,11 @@ def effect(
     better: Sequence[float], worse: Sequence[float] | float, higher_is_better: bool,
     seed: int, reps: int = 2000,
 ) -> Estimate:  # fmt: skip
-    """IQM(``better``) − IQM(``worse``) over seeds, signed so > 0 is ``better`` winning,
-    with a 95% percentile CI from a stratified independent bootstrap (each side's seeds
-    resampled on their own; ``worse`` may be a constant from a paper). ``n`` is the smaller
-    group's seed count.
-
-    This is rliable's ``StratifiedIndependentBootstrap`` with the percentile method (a test
-    checks the two agree), vectorised: rliable calls the statistic once per resample in
-    Python, ~1 s per effect at 2,000 resamples, and a report holds hundreds of effects.
-    """
-    a = np.asarray(better, dtype=np.float64)
-    const = np.ndim(worse) == 0
-    b = np.asarray(worse, dtype=np.float64).reshape(-1)
-    if len(a) < 2 or (not const and len(b) < 2):
+    """IQM(``better``) − IQM(``worse``) over seeds with its 95% CI: the verdicts' own
+    estimator, :func:`memrl.stats.compare.difference` (``worse`` may be a constant)."""
+    if np.ndim(worse) == 0 and len(np.asarray(better).reshape(-1)) < 2:
         raise ValueError("an effect needs >= 2 values on each side (or a constant)")
-    if not (np.isfinite(a).all() and np.isfinite(b).all()):
-        raise ValueError("effects need finite values")
-    sign = 1.0 if higher_is_better else -1.0
-    rng = np.random.default_rng(seed)
-
-    def boot(x: np.ndarray) -> np.ndarray:
-        return iqm(x[rng.integers(0, len(x), (reps, len(x)))], axis=1)
-
-    point = sign * (float(iqm(a)) - float(iqm(b)))
-    dist = sign * (boot(a) - (b[0] if const else boot(b)))
-    lo, hi = np.percentile(dist, [2.5, 97.5])
-    # equal IQMs differ by rounding noise (1e-17): round it away so a tie reads as 0
-    point, lo, hi = (float(np.round(v, 12)) for v in (point, lo, hi))
-    return Estimate(point, lo, hi, len(a) if const else min(len(a), len(b)))
+    return difference(better, worse, higher_is_better, seed, reps)
 
 
 def trends(

@@ -10,9 +10,20 @@ import numpy as np
 import pandas as pd
 
 from memrl.families.episodic_control.params import EpisodicControlParams, method_label, short_env
-from memrl.stats.aggregate import Estimate, estimate
-from memrl.stats.claims import BEATS, MATCHES, Budget, Claim, ClaimResult, Comparison
-from memrl.stats.curves import checkpoint_windows
+from memrl.stats.claims import (
+    BEATS,
+    GAP_10,
+    MATCHES,
+    Budget,
+    Claim,
+    ClaimResult,
+    Comparison,
+    Margin,
+)
+from memrl.stats.compare import Arm, arm
+from memrl.stats.curves import checkpoint_windows, window_mean
+from memrl.stats.floors import NO_FLOOR_RUNS, floor_arm
+from memrl.stats.floors import name as floor_name
 from memrl.stats.trend import CHECKPOINTS, trends
 
 FAMILY = "episodic_control"
@@ -72,13 +83,31 @@ def _has(df: pd.DataFrame, env: str, *methods: str) -> bool:
     return set(methods) <= ran
 
 
-def _by_method(cfg, df: pd.DataFrame, claim: Claim, col: str, pairs) -> dict[str, Estimate]:
+def _by_method(cfg, df: pd.DataFrame, claim: Claim, col: str, pairs) -> dict[str, Arm]:
     exact = df[df.merge_radius == 0]
     return {
-        _name(m, e): estimate(exact[(exact.env == e) & (exact.method == m)][col],
-                              claim.claim_id, f"{_name(m, e)} · {col}", cfg.bootstrap_reps)
+        _name(m, e): arm(exact[(exact.env == e) & (exact.method == m)][col],
+                         claim.claim_id, f"{_name(m, e)} · {col}", cfg.bootstrap_reps)
         for m, e in pairs
     }  # fmt: skip
+
+
+def _floors(cfg: EpisodicControlParams, floors, claim: Claim, col: str, envs) -> dict[str, Arm]:
+    """The random policy's arm per env, on the same window of its episodes as ``col``
+    (``early_return``: the first ``early_fraction`` of the budget; ``late_return``: the last)."""
+    f = cfg.early_fraction
+
+    def value(r) -> float:
+        t, rets, lens = r.total_timesteps, r.episode_returns, r.episode_lengths
+        start, stop = (0, int(f * t)) if col == "early_return" else (int((1 - f) * t), t)
+        return window_mean(rets, lens, start, stop)
+
+    return {k: v for e in envs for k, v in floor_arm(floors, claim.claim_id, e, value,
+                                                      reps=cfg.bootstrap_reps).items()}  # fmt: skip
+
+
+def _floor(est: dict, env: str) -> str | None:
+    return floor_name("random", env) if floor_name("random", env) in est else None
 
 
 def _windows(df: pd.DataFrame) -> np.ndarray:
@@ -112,11 +141,11 @@ def _sweep(cfg: EpisodicControlParams, df: pd.DataFrame):
     return sweep, radii, labels, labels[min(r for r in radii if r > 0)]
 
 
-def _by_radius(cfg, df: pd.DataFrame, claim: Claim, col: str) -> dict[str, Estimate]:
+def _by_radius(cfg, df: pd.DataFrame, claim: Claim, col: str) -> dict[str, Arm]:
     sweep, radii, labels, _ = _sweep(cfg, df)
     return {
-        labels[r]: estimate(sweep[sweep.merge_radius == r][col], claim.claim_id, labels[r],
-                            cfg.bootstrap_reps)
+        labels[r]: arm(sweep[sweep.merge_radius == r][col], claim.claim_id, labels[r],
+                       cfg.bootstrap_reps)
         for r in radii
     }  # fmt: skip
 
@@ -129,15 +158,16 @@ AGGREGATION = [
 
 
 # =========================================================================== one function each
-def ec_1(cfg: EpisodicControlParams, df: pd.DataFrame) -> ClaimResult | None:
+def ec_1(cfg: EpisodicControlParams, df: pd.DataFrame, floors=None) -> ClaimResult | None:
     envs = [e for e in _envs(cfg) if _has(df, e, "MFEC", "DQN")]
     if not envs:
         return None
     pairs = [(m, e) for e in envs for m in ("MFEC", "DQN")]
-    early = _by_method(cfg, df, EC_1, "early_return", pairs)
+    early = _floors(cfg, floors, EC_1, "early_return", envs)
+    early |= _by_method(cfg, df, EC_1, "early_return", pairs)
     late = _by_method(cfg, df, EC_1, "late_return", pairs)
     overtaken = [e for e in envs if late[_name("DQN", e)].iqm > late[_name("MFEC", e)].iqm]
-    comps = [Comparison(_name("MFEC", e), _name("DQN", e)) for e in envs]
+    comps = [Comparison(_name("MFEC", e), _name("DQN", e), floor=_floor(early, e)) for e in envs]
     return ClaimResult(
         replace(EC_1, metric=EARLY.format(early=cfg.early_fraction)), early,
         _name("MFEC", envs[0]), comps, budget=_budget(cfg, envs), used=_used(cfg, envs),
@@ -150,6 +180,7 @@ def ec_1(cfg: EpisodicControlParams, df: pd.DataFrame) -> ClaimResult | None:
         ],
         coverage_complete=False,
         coverage_note="a few small games and one control task, not 57 Atari games",
+        floor_reason="" if floors is not None and len(floors) else NO_FLOOR_RUNS,
         extra={
             "late return (last quarter) IQM": {k: round(v.iqm, 3) for k, v in late.items()},
             "DQN ahead of MFEC late on": overtaken or "none",
@@ -157,7 +188,7 @@ def ec_1(cfg: EpisodicControlParams, df: pd.DataFrame) -> ClaimResult | None:
     )  # fmt: skip
 
 
-def ec_2(cfg: EpisodicControlParams, df: pd.DataFrame) -> ClaimResult | None:
+def ec_2(cfg: EpisodicControlParams, df: pd.DataFrame, floors=None) -> ClaimResult | None:
     sweep, radii, labels, conservative = _sweep(cfg, df)
     mem = _by_radius(cfg, df, EC_2, "memory_size")
     scanned = {
@@ -173,6 +204,7 @@ def ec_2(cfg: EpisodicControlParams, df: pd.DataFrame) -> ClaimResult | None:
         trends=trends(EC_2, comps, series, CHECKPOINTS, cfg.bootstrap_reps),
         trend_note="keys stored at each quarter of the budget",
         deviations=AGGREGATION,
+        floor_reason="a memory size, not a score: exact MFEC is the baseline, no policy floor",
         extra={
             "keys scanned per step (median over seeds)": scanned,
             "memory kept vs exact (IQM)": {
@@ -182,13 +214,23 @@ def ec_2(cfg: EpisodicControlParams, df: pd.DataFrame) -> ClaimResult | None:
     )  # fmt: skip
 
 
-def ec_3(cfg: EpisodicControlParams, df: pd.DataFrame) -> ClaimResult | None:
+def ec_3(cfg: EpisodicControlParams, df: pd.DataFrame, floors=None) -> ClaimResult | None:
     sweep, radii, labels, conservative = _sweep(cfg, df)
-    comps = [Comparison(conservative, "MFEC (exact)", MATCHES)]
-    series = {labels[r]: _windows(sweep[sweep.merge_radius == r]) for r in radii}
     env = short_env(cfg.aggregation.env_id)
+    est = _floors(cfg, floors, EC_3, "late_return", [env]) | _by_radius(
+        cfg, df, EC_3, "late_return"
+    )
+    fl = _floor(est, env)
+    comps = (
+        [Comparison(conservative, "MFEC (exact)", MATCHES, margin=GAP_10, floor=fl)] if fl else []
+    )
+    if not comps:  # no floor run: a margin of 10% of exact MFEC's return
+        comps = [Comparison(conservative, "MFEC (exact)", MATCHES,
+                            margin=Margin("convention without a floor run: 10% of the "
+                                          "baseline's return", delta=0.1 * abs(est["MFEC (exact)"].iqm)))]  # fmt: skip
+    series = {labels[r]: _windows(sweep[sweep.merge_radius == r]) for r in radii}
     return ClaimResult(
-        EC_3, _by_radius(cfg, df, EC_3, "late_return"), conservative, comps,
+        EC_3, est, conservative, comps, floor_reason="" if fl else NO_FLOOR_RUNS,
         budget=_budget(cfg, [env]), used=_used(cfg, [env]),
         trends=trends(EC_3, comps, series, CHECKPOINTS, cfg.bootstrap_reps), trend_note=WINDOWS,
         deviations=AGGREGATION,
@@ -196,21 +238,26 @@ def ec_3(cfg: EpisodicControlParams, df: pd.DataFrame) -> ClaimResult | None:
     )  # fmt: skip
 
 
-def ec_4(cfg: EpisodicControlParams, df: pd.DataFrame) -> ClaimResult | None:
+def ec_4(cfg: EpisodicControlParams, df: pd.DataFrame, floors=None) -> ClaimResult | None:
     envs = [e for e in _envs(cfg) if _has(df, e, "NEC")]
     if not envs:
         return None
+    est = _floors(cfg, floors, EC_4, "early_return", envs)
     pairs, comps = [], []
     for e in envs:
         pairs.append(("NEC", e))
+        fl = _floor(est, e)
         for other, relation in (("DQN", BEATS), ("MFEC", MATCHES)):
-            if _has(df, e, other):
+            if _has(df, e, other) and (relation == BEATS or fl):
                 pairs.append((other, e))
-                comps.append(Comparison(_name("NEC", e), _name(other, e), relation))
+                comps.append(Comparison(_name("NEC", e), _name(other, e), relation, floor=fl,
+                                        margin=GAP_10 if relation == MATCHES else None))  # fmt: skip
+    est |= _by_method(cfg, df, EC_4, "early_return", pairs)
     p = cfg.nec
     return ClaimResult(
         replace(EC_4, metric=EARLY.format(early=cfg.early_fraction)),
-        _by_method(cfg, df, EC_4, "early_return", pairs), _name("NEC", envs[0]), comps,
+        est, _name("NEC", envs[0]), comps,
+        floor_reason="" if any(c.floor for c in comps) else NO_FLOOR_RUNS,
         budget=_budget(cfg, envs), used=_used(cfg, envs),
         trends=trends(EC_4, comps, _series(df, pairs), CHECKPOINTS, cfg.bootstrap_reps), trend_note=WINDOWS,
         deviations=[
@@ -230,6 +277,8 @@ def ec_4(cfg: EpisodicControlParams, df: pd.DataFrame) -> ClaimResult | None:
 CLAIMS = (ec_1, ec_2, ec_3, ec_4)
 
 
-def claims(cfg: EpisodicControlParams, df: pd.DataFrame) -> list[ClaimResult]:
-    """Every claim the profile's runs can test, in order."""
-    return [r for f in CLAIMS if (r := f(cfg, df)) is not None]
+def claims(
+    cfg: EpisodicControlParams, df: pd.DataFrame, floors: pd.DataFrame | None = None
+) -> list[ClaimResult]:
+    """Every claim the profile's runs (and floor runs) can test, in order."""
+    return [r for f in CLAIMS if (r := f(cfg, df, floors)) is not None]

@@ -10,9 +10,11 @@ import numpy as np
 import pandas as pd
 
 from memrl.families.experience_replay.params import ExperienceReplayParams, q_label
-from memrl.stats.aggregate import estimate
 from memrl.stats.claims import Budget, Claim, ClaimResult, Comparison
+from memrl.stats.compare import arm
 from memrl.stats.curves import checkpoint_windows
+from memrl.stats.floors import NO_FLOOR_RUNS, floor_arm
+from memrl.stats.floors import name as floor_name
 from memrl.stats.trend import CHECKPOINTS, trends
 
 FAMILY = "experience_replay"
@@ -72,7 +74,14 @@ ER_6 = Claim(
 
 
 def _est(cfg: ExperienceReplayParams, claim: Claim, name: str, values):
-    return estimate(values, claim.claim_id, name, cfg.bootstrap_reps)
+    return arm(values, claim.claim_id, name, cfg.bootstrap_reps)
+
+
+def _floor(cfg: ExperienceReplayParams, floors, claim: Claim, env: str, floor: str = "random"):
+    """(``{name: arm}`` of the floor on ``env``, its name or None, the claim's floor_reason)."""
+    got = floor_arm(floors, claim.claim_id, env, floor=floor, reps=cfg.bootstrap_reps)
+    name = floor_name(floor, env) if got else None
+    return got, name, "" if got else NO_FLOOR_RUNS
 
 
 def _log2_slope(df: pd.DataFrame) -> float:
@@ -99,13 +108,15 @@ def _auc_at(df: pd.DataFrame) -> np.ndarray:
     ])  # fmt: skip
 
 
-def er_1(cfg: ExperienceReplayParams, runs: Runs) -> ClaimResult | None:
+def er_1(cfg: ExperienceReplayParams, runs: Runs, floors=None) -> ClaimResult | None:
     q, qp = runs["q_replay"], cfg.q_replay
     best_k, most_f = max(qp.replay_counts), min(qp.replay_every)
     fewest_k = min(k for k in qp.replay_counts if k > 0) if any(qp.replay_counts) else 0
-    est = {c: _est(cfg, ER_1, c, g.final_error) for c, g in q.groupby("config")}
+    fl_est, fl, reason = _floor(cfg, floors, ER_1, "chain", "no learning")
+    est = fl_est | {c: _est(cfg, ER_1, c, g.final_error) for c, g in q.groupby("config")}
     top, low = q_label(best_k, most_f), q_label(fewest_k, most_f)
-    comps = [Comparison(top, "no replay")] + ([Comparison(top, low)] if low != top else [])
+    comps = [Comparison(top, "no replay", floor=fl)]
+    comps += [Comparison(top, low, floor=fl)] if low != top else []
 
     def at(r) -> list[float]:  # the error at each checkpoint's step (the last logged by then)
         steps = np.asarray(r.steps)
@@ -118,7 +129,7 @@ def er_1(cfg: ExperienceReplayParams, runs: Runs) -> ClaimResult | None:
         ER_1, est, top, comps,
         budget=f"{qp.env_steps} env steps, chain of {qp.n_states} states",
         used=Budget(qp.env_steps, STEPS), trends=trends(ER_1, comps, series, CHECKPOINTS, cfg.bootstrap_reps),
-        trend_note="error to Q* at each quarter of the env budget",
+        trend_note="error to Q* at each quarter of the env budget", floor_reason=reason,
         deviations=[
             "the paper's exact MDP class and constants could not be retrieved; we use a "
             "rare-reward chain (see memrl.envs.tabular.rare_reward_chain) that fits its description",
@@ -127,7 +138,7 @@ def er_1(cfg: ExperienceReplayParams, runs: Runs) -> ClaimResult | None:
     )  # fmt: skip
 
 
-def er_2(cfg: ExperienceReplayParams, runs: Runs) -> ClaimResult | None:
+def er_2(cfg: ExperienceReplayParams, runs: Runs, floors=None) -> ClaimResult | None:
     cw, cp = runs["cliffwalk"], cfg.cliffwalk
     n_max = max(cp.n_states)
     big = cw[cw.n_states == n_max]
@@ -148,6 +159,8 @@ def er_2(cfg: ExperienceReplayParams, runs: Runs) -> ClaimResult | None:
         used=Budget(2 * (2**n_max - 1), "transitions in memory"),
         trends=trends(ER_2, comps, series, [n / n_max for n in ns], cfg.bootstrap_reps),
         trend_note=f"updates to learn at n = {ns} (the sweep is the budget; fractions of n = {n_max})",
+        floor_reason="a cost to learn: with no learning the threshold is never reached "
+        "(infinitely many updates); the oracle, a compared arm, is the ceiling",
         deviations=[
             "stochastic proportional prioritization (Sec. 3.3) instead of Fig. 1's greedy "
             f"TD-error ordering; alpha {cp.alpha}, no IS weights (tabular)",
@@ -161,18 +174,19 @@ def er_2(cfg: ExperienceReplayParams, runs: Runs) -> ClaimResult | None:
     )  # fmt: skip
 
 
-def er_3(cfg: ExperienceReplayParams, runs: Runs) -> ClaimResult | None:
+def er_3(cfg: ExperienceReplayParams, runs: Runs, floors=None) -> ClaimResult | None:
     pdq, pp = runs["per_dqn"], cfg.per_dqn
-    est = {m: _est(cfg, ER_3, m, pdq[pdq.method == m].mean_train_return)
-           for m in ("DQN+PER", "DQN")}  # fmt: skip
-    comps = [Comparison("DQN+PER", "DQN")]
+    fl_est, fl, reason = _floor(cfg, floors, ER_3, pp.env_id)
+    est = fl_est | {m: _est(cfg, ER_3, m, pdq[pdq.method == m].mean_train_return)
+                    for m in ("DQN+PER", "DQN")}  # fmt: skip
+    comps = [Comparison("DQN+PER", "DQN", floor=fl)]
     series = {m: _auc_at(pdq[pdq.method == m]) for m in ("DQN+PER", "DQN")}
     return ClaimResult(
         replace(ER_3, metric=ER_3.metric.format(steps=pp.total_timesteps, env=pp.env_id)),
         est, "DQN+PER", comps,
         budget=f"{pp.total_timesteps} env steps on {pp.env_id}",
         used=Budget(pp.total_timesteps, STEPS), trends=trends(ER_3, comps, series, CHECKPOINTS, cfg.bootstrap_reps),
-        trend_note=CUMULATIVE,
+        trend_note=CUMULATIVE, floor_reason=reason,
         deviations=[
             f"{pp.env_id} with the rl-zoo DQN hyperparameters instead of Atari (50M frames)",
             f"PER alpha {pp.alpha}, beta {pp.beta0}->1 and step size x{pp.lr_scale} as in the paper",
@@ -182,13 +196,21 @@ def er_3(cfg: ExperienceReplayParams, runs: Runs) -> ClaimResult | None:
     )  # fmt: skip
 
 
-def er_4(cfg: ExperienceReplayParams, runs: Runs) -> ClaimResult | None:
+def er_4(cfg: ExperienceReplayParams, runs: Runs, floors=None) -> ClaimResult | None:
     hp, d = cfg.her, cfg.her.dqn
     n_top = max(hp.n_bits)
     solved = _max_solved_per_seed(runs["her"], hp.success_threshold)
     est = {m: _est(cfg, ER_4, m, solved[m]) for m in ("DQN+HER", "DQN")}
     reach = est["DQN+HER"].iqm
-    comps = [Comparison("DQN+HER", "DQN")]
+    fl = None
+    if floors is not None and len(floors) and "n_bits" in floors:
+        bits = floors[floors.env.str.startswith("bits")].assign(
+            method="random", success=lambda f: f.score
+        )
+        if len(bits):
+            fl = "random"
+            est[fl] = _est(cfg, ER_4, fl, _max_solved_per_seed(bits, hp.success_threshold)[fl])
+    comps = [Comparison("DQN+HER", "DQN", floor=fl)]
     her = runs["her"]
     at = [her.assign(success=her.checkpoint_success.map(lambda v, j=j: v[j]))
           for j in range(len(CHECKPOINTS))]  # fmt: skip
@@ -201,6 +223,7 @@ def er_4(cfg: ExperienceReplayParams, runs: Runs) -> ClaimResult | None:
         used=Budget(hp.steps_per_bit, "env steps per bit"),
         trends=trends(ER_4, comps, series, CHECKPOINTS, cfg.bootstrap_reps),
         trend_note="largest n solved by greedy evaluations at each quarter of every run",
+        floor_reason="" if fl else NO_FLOOR_RUNS,
         deviations=[
             f"SB3 DQN + HerReplayBuffer on one env, in the paper's cycles ({d.train_freq} "
             f"episodes, then {d.gradient_steps} batches of {d.batch_size}, target Polyak "
@@ -228,9 +251,11 @@ def _rae_deviations(cfg: ExperienceReplayParams) -> list[str]:
     ]
 
 
-def _rae(cfg, runs: Runs, claim: Claim, conditions) -> dict:
+def _rae(cfg, runs: Runs, claim: Claim, conditions, floors) -> tuple[dict, str | None, str]:
     r = runs["rae"]
-    return {c: _est(cfg, claim, c, r[r.condition == c].mean_train_return) for c in conditions}
+    fl_est, fl, reason = _floor(cfg, floors, claim, cfg.rae.env_id)
+    est = {c: _est(cfg, claim, c, r[r.condition == c].mean_train_return) for c in conditions}
+    return fl_est | est, fl, reason
 
 
 def _rae_budget(cfg, runs: Runs, claim: Claim, comps) -> dict:
@@ -240,22 +265,23 @@ def _rae_budget(cfg, runs: Runs, claim: Claim, comps) -> dict:
             "trends": trends(claim, comps, series, CHECKPOINTS, cfg.bootstrap_reps)}  # fmt: skip
 
 
-def er_5(cfg: ExperienceReplayParams, runs: Runs) -> ClaimResult | None:
-    est = _rae(cfg, runs, ER_5, ("RaE (all prior data)", "scratch"))
-    comps = [Comparison("RaE (all prior data)", "scratch")]
+def er_5(cfg: ExperienceReplayParams, runs: Runs, floors=None) -> ClaimResult | None:
+    est, fl, reason = _rae(cfg, runs, ER_5, ("RaE (all prior data)", "scratch"), floors)
+    comps = [Comparison("RaE (all prior data)", "scratch", floor=fl)]
     return ClaimResult(
-        ER_5, est, "RaE (all prior data)", comps,
+        ER_5, est, "RaE (all prior data)", comps, floor_reason=reason,
         budget=f"{cfg.rae.total_timesteps} env steps", deviations=_rae_deviations(cfg),
         **_rae_budget(cfg, runs, ER_5, comps),
     )  # fmt: skip
 
 
-def er_6(cfg: ExperienceReplayParams, runs: Runs) -> ClaimResult | None:
+def er_6(cfg: ExperienceReplayParams, runs: Runs, floors=None) -> ClaimResult | None:
     rp = cfg.rae
     low, small = "RaE (early, low-quality data)", "RaE (small data)"
-    comps = [Comparison(low, "scratch"), Comparison(small, "scratch")]
+    est, fl, reason = _rae(cfg, runs, ER_6, (low, small, "scratch"), floors)
+    comps = [Comparison(low, "scratch", floor=fl), Comparison(small, "scratch", floor=fl)]
     return ClaimResult(
-        ER_6, _rae(cfg, runs, ER_6, (low, small, "scratch")), low, comps,
+        ER_6, est, low, comps, floor_reason=reason,
         budget=f"{rp.total_timesteps} env steps", **_rae_budget(cfg, runs, ER_6, comps),
         deviations=_rae_deviations(cfg) + [
             f"low quality = first {rp.early_fraction:.0%} of the prior run; "
@@ -267,6 +293,8 @@ def er_6(cfg: ExperienceReplayParams, runs: Runs) -> ClaimResult | None:
 CLAIMS = (er_1, er_2, er_3, er_4, er_5, er_6)
 
 
-def claims(cfg: ExperienceReplayParams, runs: Runs) -> list[ClaimResult]:
-    """Every claim of the family, in order."""
-    return [r for f in CLAIMS if (r := f(cfg, runs)) is not None]
+def claims(
+    cfg: ExperienceReplayParams, runs: Runs, floors: pd.DataFrame | None = None
+) -> list[ClaimResult]:
+    """Every claim of the family (with its floor runs, if any), in order."""
+    return [r for f in CLAIMS if (r := f(cfg, runs, floors)) is not None]

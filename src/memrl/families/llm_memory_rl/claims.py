@@ -18,8 +18,11 @@ from memrl.families.llm_memory_rl.tables import (
     Runs,
     memory_r1_ops,
 )
-from memrl.stats.aggregate import Estimate, estimate, reference
+from memrl.stats.aggregate import reference
 from memrl.stats.claims import Budget, Claim, ClaimResult, Comparison
+from memrl.stats.compare import Arm, arm
+from memrl.stats.floors import NO_FLOOR_RUNS, floor_arm
+from memrl.stats.floors import name as floor_name
 from memrl.stats.trend import trends
 
 FAMILY = "llm_memory_rl"
@@ -29,6 +32,22 @@ AGENTFLY = "Zhou et al. 2025, AgentFly / Memento: Fine-tuning LLM Agents without
 MEMORY_R1 = "Yan et al. 2025, Memory-R1: Enhancing LLM Agents to Manage and Utilize Memories via RL"
 EPISODES = "training episodes (epochs x training tasks)"
 ITERATIONS = "iterations over the task set"
+SCALE = "model scale"  # the LLM conditions do not clear a policy that knows nothing
+SHOP_FLOORS = ("random search-then-buy", "random")  # the stricter of the two is the floor
+
+
+def _shop_floor(cfg, floors, claim: Claim, value) -> tuple[dict[str, Arm], str | None, str | None]:
+    """(arms, floor, ceiling) on the shop: the knowledge-free policies (the higher-scoring
+    one is the floor) and the annotated expert (``oracle``, the ceiling), scored by ``value``
+    (a column or a function of a floor run's row)."""
+    est: dict[str, Arm] = {}
+    for f in (*SHOP_FLOORS, "oracle"):
+        est |= floor_arm(floors, claim.claim_id, "shop", value, f, cfg.bootstrap_reps)
+    names = [floor_name(f, "shop") for f in SHOP_FLOORS if floor_name(f, "shop") in est]
+    fl = max(names, key=lambda f: est[f].iqm, default=None)
+    top = floor_name("oracle", "shop")
+    return est, fl, top if top in est else None
+
 
 _RLEM_STATEMENT = ("An experience memory updated by RL (RLEM) raises the {what} of a frozen LLM "
                    "agent above static exemplars, which beat the LLM alone.")  # fmt: skip
@@ -37,18 +56,18 @@ _RLEM_VALUE = ("qualitative: RLEM > static exemplars (ReAct-style) > LLM only; R
 LLM_1 = Claim(FAMILY, "LLM-1", REMEMBERER, "Sec. 4.2, Table 1 (WebShop)",
               _RLEM_STATEMENT.format(what="success rate"), _RLEM_VALUE,
               "success rate on the test tasks after training", True,
-              regime="final", paper_budget=Budget(30, EPISODES))  # fmt: skip
+              regime="final", paper_budget=Budget(30, EPISODES), below_floor=SCALE)  # fmt: skip
 LLM_2 = Claim(FAMILY, "LLM-2", REMEMBERER, "Sec. 4.2, Table 1 (WebShop)",
               _RLEM_STATEMENT.format(what="score (WebShop reward)"), _RLEM_VALUE,
               "score (WebShop reward) on the test tasks after training", True,
-              regime="final", paper_budget=Budget(30, EPISODES))  # fmt: skip
+              regime="final", paper_budget=Budget(30, EPISODES), below_floor=SCALE)  # fmt: skip
 LLM_3 = Claim(
     FAMILY, "LLM-3", REMEMBERER, "Sec. 4.3, Table 3 (robustness)",
     "RLEM's gain over static exemplars holds across different initial experience memories "
     "and training sets.",
     "qualitative: RLEM beats the static baseline for 2 initial memories x 2 training sets",
     "test score of RLEM minus static exemplars, paired per run", True,
-    regime="final", paper_budget=Budget(30, EPISODES),
+    regime="final", paper_budget=Budget(30, EPISODES), below_floor=SCALE,
 )  # fmt: skip
 LLM_4 = Claim(
     FAMILY, "LLM-4", REMEMBERER, "Sec. 4.4, Table 4 (ablations)",
@@ -56,7 +75,7 @@ LLM_4 = Claim(
     "to RLEM's performance.",
     "qualitative: removing either lowers success rate and score",
     "score on the test tasks after training", True,
-    regime="final", paper_budget=Budget(30, EPISODES),
+    regime="final", paper_budget=Budget(30, EPISODES), below_floor=SCALE,
 )  # fmt: skip
 LLM_5 = Claim(
     FAMILY, "LLM-5", AGENTFLY, "Sec. 4, Table 3 / Fig. 4 (iterations)",
@@ -65,7 +84,7 @@ LLM_5 = Claim(
     "DeepResearcher after 5 iterations: parametric 85.44 >= non-parametric 84.85 >= no "
     "memory 84.47 (F1, cumulative)",
     "best score per task up to iteration {n}, mean over tasks", True,
-    regime="final", paper_budget=Budget(5, ITERATIONS),
+    regime="final", paper_budget=Budget(5, ITERATIONS), below_floor=SCALE,
 )  # fmt: skip
 LLM_6 = Claim(
     FAMILY, "LLM-6", AGENTFLY, "Sec. 4, Fig. 4 (continual learning over iterations)",
@@ -73,7 +92,7 @@ LLM_6 = Claim(
     "changing the LLM's weights.",
     "DeepResearcher: parametric 80.46 -> 85.44, non-parametric 79.84 -> 84.85 (iteration 1 -> 5)",
     "score of each iteration's episodes (not cumulative)", True,
-    regime="final", paper_budget=Budget(5, ITERATIONS),
+    regime="final", paper_budget=Budget(5, ITERATIONS), below_floor=SCALE,
 )  # fmt: skip
 _MR1_STATEMENT = ("A memory manager trained with RL (GRPO) from the answer agent's exact match "
                   "raises the answer agent's {what} above a Mem0-style manager and the same LLM "
@@ -82,7 +101,7 @@ LLM_7 = Claim(
     FAMILY, "LLM-7", MEMORY_R1, "Sec. 4, Table 1 (LoCoMo)", _MR1_STATEMENT.format(what="F1"),
     "LLaMA-3.1-8B on LoCoMo: Memory-R1-GRPO 45.02 F1 vs Mem0 30.41 (Memory-R1-PPO 41.05)",
     "F1 of the answer agent on the test questions", True,
-    regime="final", paper_budget=None,  # GRPO epochs / steps not retrieved
+    regime="final", paper_budget=None, below_floor=SCALE,  # GRPO epochs / steps not retrieved
 )  # fmt: skip
 LLM_8 = Claim(
     FAMILY, "LLM-8", MEMORY_R1, "Sec. 4, Table 1 (LoCoMo)",
@@ -90,7 +109,7 @@ LLM_8 = Claim(
     "qualitative: the RL-trained manager beats Mem0 and the untrained LLM manager (EM is the "
     "training reward; table reports F1 / BLEU-1 / LLM-judge)",
     "exact match of the answer agent on the test questions", True,
-    regime="final", paper_budget=None,
+    regime="final", paper_budget=None, below_floor=SCALE,
 )  # fmt: skip
 
 
@@ -115,10 +134,10 @@ def _rlem_deviations(cfg: LLMMemoryRLParams) -> list[str]:
     ]
 
 
-def _rlem_est(cfg, runs: Runs, claim: Claim, metric: str) -> dict[str, Estimate]:
+def _rlem_est(cfg, runs: Runs, claim: Claim, metric: str) -> dict[str, Arm]:
     df = runs.rlem
-    return {LABELS[c]: estimate(df[df.condition == c][metric], claim.claim_id, LABELS[c],
-                                cfg.bootstrap_reps)
+    return {LABELS[c]: arm(df[df.condition == c][metric], claim.claim_id, LABELS[c],
+                           cfg.bootstrap_reps)
             for c in cfg.rlem.conditions if (df.condition == c).any()}  # fmt: skip
 
 
@@ -148,29 +167,32 @@ def _rlem_trends(cfg, runs: Runs, claim: Claim, comps, metric: str) -> dict:
     }
 
 
-def _rlem_vs_baselines(cfg, runs: Runs, claim: Claim, metric: str) -> ClaimResult | None:
+def _rlem_vs_baselines(cfg, runs: Runs, claim: Claim, metric: str, floors) -> ClaimResult | None:
     conds = set(runs.rlem.condition)
-    comps = []
+    est, fl, top = _shop_floor(cfg, floors, claim, metric)
+    pairs = []
     if "static" in conds:
-        comps.append(Comparison(LABELS["rlem"], LABELS["static"]))
+        pairs.append((LABELS["rlem"], LABELS["static"]))
     if "llm" in conds:
-        comps.append(Comparison(LABELS["static" if "static" in conds else "rlem"], LABELS["llm"]))
-    if not comps:
+        pairs.append((LABELS["static" if "static" in conds else "rlem"], LABELS["llm"]))
+    if not pairs:
         return None
-    return ClaimResult(claim, _rlem_est(cfg, runs, claim, metric), LABELS["rlem"], comps,
+    comps = [Comparison(a, b, floor=fl, ceiling=top) for a, b in pairs]
+    return ClaimResult(claim, est | _rlem_est(cfg, runs, claim, metric), LABELS["rlem"], comps,
                        budget=_rlem_budget(cfg), deviations=_rlem_deviations(cfg),
+                       floor_reason="" if fl else NO_FLOOR_RUNS,
                        **_rlem_trends(cfg, runs, claim, comps, metric))  # fmt: skip
 
 
-def llm_1(cfg: LLMMemoryRLParams, runs: Runs) -> ClaimResult | None:
-    return _rlem_vs_baselines(cfg, runs, LLM_1, "test_success")
+def llm_1(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None:
+    return _rlem_vs_baselines(cfg, runs, LLM_1, "test_success", floors)
 
 
-def llm_2(cfg: LLMMemoryRLParams, runs: Runs) -> ClaimResult | None:
-    return _rlem_vs_baselines(cfg, runs, LLM_2, "test_score")
+def llm_2(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None:
+    return _rlem_vs_baselines(cfg, runs, LLM_2, "test_score", floors)
 
 
-def llm_3(cfg: LLMMemoryRLParams, runs: Runs) -> ClaimResult | None:
+def llm_3(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None:
     """RLEM's gain over static exemplars, paired per run (same initial memory), across the
     (initial memory x training set) combos the runs cover."""
     df = runs.rlem
@@ -181,10 +203,14 @@ def llm_3(cfg: LLMMemoryRLParams, runs: Runs) -> ClaimResult | None:
     combos = {f"memory {by['rlem'].init_memory[r]} · {by['rlem'].train_set[r]}": float(g)
               for r, g in gain.items()}  # fmt: skip
     name = "RLEM − static (score gain)"
-    est = {name: estimate(gain.values, "LLM-3", name, cfg.bootstrap_reps),
-           "no gain": reference(0.0)}  # fmt: skip
+    fl_est, fl, top = _shop_floor(cfg, floors, LLM_3, "test_score")
+    sides = {k: v for k, v in _rlem_est(cfg, runs, LLM_3, "test_score").items()
+             if k in (LABELS["rlem"], LABELS["static"])}  # fmt: skip
+    est = fl_est | sides | {name: arm(gain.values, "LLM-3", name, cfg.bootstrap_reps),
+                            "no gain": reference(0.0)}  # fmt: skip
     n = len(combos)
-    comps = [Comparison(name, "no gain")]
+    # the gain is judged only where RLEM or static exemplars clear the shop's floor
+    comps = [Comparison(name, "no gain", floor=fl, ceiling=top, sides=tuple(sides) if fl else ())]
     fractions = list(max(df.checkpoints, key=len))
     runs_ = sorted(gain.index)
     paired = (_at(by["rlem"].loc[runs_].checkpoint_score, len(fractions))
@@ -196,22 +222,24 @@ def llm_3(cfg: LLMMemoryRLParams, runs: Runs) -> ClaimResult | None:
         trends=trends(LLM_3, comps, {name: paired, "no gain": 0.0}, fractions,
                       cfg.bootstrap_reps),
         trend_note="paired gain on the test tasks after every training epoch",
+        floor_reason="" if fl else NO_FLOOR_RUNS,
         coverage_complete=n >= 4,
         coverage_note="" if n >= 4 else f"{n} runs cover {n} of the 4 (memory x training set) combos",
         extra={"gain_per_combo": combos},
     )  # fmt: skip
 
 
-def llm_4(cfg: LLMMemoryRLParams, runs: Runs) -> ClaimResult | None:
+def llm_4(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None:
     conds = set(runs.rlem.condition)
     ablations = [c for c in ("rlem_no_bootstrap", "rlem_no_discouraged") if c in conds]
     if not ablations:
         return None
     keep = (LABELS["rlem"], *[LABELS[a] for a in ablations])
-    est = {k: v for k, v in _rlem_est(cfg, runs, LLM_4, "test_score").items() if k in keep}
-    comps = [Comparison(LABELS["rlem"], LABELS[a]) for a in ablations]
+    est, fl, top = _shop_floor(cfg, floors, LLM_4, "test_score")
+    est |= {k: v for k, v in _rlem_est(cfg, runs, LLM_4, "test_score").items() if k in keep}
+    comps = [Comparison(LABELS["rlem"], LABELS[a], floor=fl, ceiling=top) for a in ablations]
     return ClaimResult(
-        LLM_4, est, LABELS["rlem"], comps,
+        LLM_4, est, LABELS["rlem"], comps, floor_reason="" if fl else NO_FLOOR_RUNS,
         budget=_rlem_budget(cfg), deviations=_rlem_deviations(cfg),
         **_rlem_trends(cfg, runs, LLM_4, comps, "test_score"),
     )  # fmt: skip
@@ -239,15 +267,17 @@ def _fly_conds(cfg: LLMMemoryRLParams, runs: Runs) -> list[str]:
     return [c for c in cfg.agentfly.conditions if (runs.fly.condition == c).any()]
 
 
-def llm_5(cfg: LLMMemoryRLParams, runs: Runs) -> ClaimResult | None:
+def llm_5(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None:
     conds, fly, last = _fly_conds(cfg, runs), runs.fly, cfg.agentfly.iterations - 1
     order = [c for c in ("parametric", "nonparametric", "none") if c in conds]
-    comps = [Comparison(FLY_LABELS[a], FLY_LABELS[b]) for a, b in itertools.pairwise(order)]
+    est, fl, top = _shop_floor(cfg, floors, LLM_5, lambda r: r.best_score[last])
+    comps = [Comparison(FLY_LABELS[a], FLY_LABELS[b], floor=fl, ceiling=top)
+             for a, b in itertools.pairwise(order)]  # fmt: skip
     if not comps:
         return None
-    est = {FLY_LABELS[c]: estimate([v[last] for v in fly[fly.condition == c].best_score],
-                                   "LLM-5", FLY_LABELS[c], cfg.bootstrap_reps)
-           for c in conds}  # fmt: skip
+    est |= {FLY_LABELS[c]: arm([v[last] for v in fly[fly.condition == c].best_score],
+                               "LLM-5", FLY_LABELS[c], cfg.bootstrap_reps)
+            for c in conds}  # fmt: skip
     n = cfg.agentfly.iterations
     series = {FLY_LABELS[c]: np.array(fly[fly.condition == c].best_score.tolist(), float)
               for c in conds}  # fmt: skip
@@ -258,27 +288,29 @@ def llm_5(cfg: LLMMemoryRLParams, runs: Runs) -> ClaimResult | None:
         trends=trends(LLM_5, comps, series, [(i + 1) / n for i in range(n)],
                       cfg.bootstrap_reps),
         trend_note="the same measure up to each iteration",
+        floor_reason="" if fl else NO_FLOOR_RUNS,
     )  # fmt: skip
 
 
-def llm_6(cfg: LLMMemoryRLParams, runs: Runs) -> ClaimResult | None:
+def llm_6(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None:
     hp, fly = cfg.agentfly, runs.fly
     mem = [c for c in ("parametric", "nonparametric") if c in _fly_conds(cfg, runs)]
     if not mem or hp.iterations < 2:
         return None
-    est: dict[str, Estimate] = {}
+    est, fl, top = _shop_floor(cfg, floors, LLM_6, lambda r: r.iter_score[-1])
     series: dict[str, np.ndarray] = {}
     comps = []
     n = hp.iterations
     for c in mem:
         g = fly[fly.condition == c]
         a, b = f"{FLY_LABELS[c]} · iteration {n}", f"{FLY_LABELS[c]} · iteration 1"
-        est[a] = estimate([v[-1] for v in g.iter_score], "LLM-6", a, cfg.bootstrap_reps)
-        est[b] = estimate([v[0] for v in g.iter_score], "LLM-6", b, cfg.bootstrap_reps)
+        est[a] = arm([v[-1] for v in g.iter_score], "LLM-6", a, cfg.bootstrap_reps)
+        est[b] = arm([v[0] for v in g.iter_score], "LLM-6", b, cfg.bootstrap_reps)
         scores = np.array(g.iter_score.tolist(), float)
         series[a], series[b] = scores[:, 1:], np.repeat(scores[:, :1], n - 1, axis=1)
-        comps.append(Comparison(a, b))
-    return ClaimResult(LLM_6, est, next(iter(est)), comps, budget=_fly_budget(cfg),
+        comps.append(Comparison(a, b, floor=fl, ceiling=top))
+    return ClaimResult(LLM_6, est, comps[0].better, comps, budget=_fly_budget(cfg),
+                       floor_reason="" if fl else NO_FLOOR_RUNS,
                        deviations=_fly_deviations(cfg), used=Budget(n, ITERATIONS),
                        trends=trends(LLM_6, comps, series, [(i + 1) / n for i in range(1, n)],
                                      cfg.bootstrap_reps),
@@ -306,7 +338,7 @@ def _mr1_deviations(cfg: LLMMemoryRLParams) -> list[str]:
     ]
 
 
-def _memory_r1(cfg: LLMMemoryRLParams, runs: Runs, claim: Claim, metric: str):
+def _memory_r1(cfg: LLMMemoryRLParams, runs: Runs, claim: Claim, metric: str, floors):
     hp, mr1 = cfg.memory_r1, runs.mr1
     conds = [c for c in hp.conditions if (mr1.condition == c).any()]
     if "grpo" not in conds or len(conds) < 2:
@@ -318,9 +350,11 @@ def _memory_r1(cfg: LLMMemoryRLParams, runs: Runs, claim: Claim, metric: str):
     shares = counts.div(counts.sum(axis=1), axis=0).round(3)
     op_shares = {c: {op: float(shares.loc[c, op]) for op in counts if counts.loc[c, op] > 0}
                  for c in counts.index}  # fmt: skip
-    est = {MR1_LABELS[c]: estimate(mr1[mr1.condition == c][metric], claim.claim_id,
-                                   MR1_LABELS[c], cfg.bootstrap_reps) for c in conds}  # fmt: skip
-    comps = [Comparison(MR1_LABELS["grpo"], MR1_LABELS[c])
+    est = floor_arm(floors, claim.claim_id, "dialogues", metric, "no memory", cfg.bootstrap_reps)
+    fl = next(iter(est), None)
+    est |= {MR1_LABELS[c]: arm(mr1[mr1.condition == c][metric], claim.claim_id,
+                               MR1_LABELS[c], cfg.bootstrap_reps) for c in conds}  # fmt: skip
+    comps = [Comparison(MR1_LABELS["grpo"], MR1_LABELS[c], floor=fl)
              for c in ("heuristic", "prompted") if c in conds]  # fmt: skip
     fractions, series = _checkpointed(mr1, f"checkpoint_{metric}", MR1_LABELS)
     return ClaimResult(
@@ -329,23 +363,26 @@ def _memory_r1(cfg: LLMMemoryRLParams, runs: Runs, claim: Claim, metric: str):
         trends=trends(claim, comps, series, fractions, cfg.bootstrap_reps),
         trend_note="the test questions halfway through GRPO training and after it (the "
         "untrained managers keep their one test)",
+        floor_reason="" if fl else NO_FLOOR_RUNS,
         extra={"f1_by_category": {MR1_LABELS[c]: mr1[mr1.condition == c].f1_by_category.iloc[0]
                                   for c in conds},
                "operations chosen on the test turns (share)": op_shares},
     )  # fmt: skip
 
 
-def llm_7(cfg: LLMMemoryRLParams, runs: Runs) -> ClaimResult | None:
-    return _memory_r1(cfg, runs, LLM_7, "f1")
+def llm_7(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None:
+    return _memory_r1(cfg, runs, LLM_7, "f1", floors)
 
 
-def llm_8(cfg: LLMMemoryRLParams, runs: Runs) -> ClaimResult | None:
-    return _memory_r1(cfg, runs, LLM_8, "em")
+def llm_8(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None:
+    return _memory_r1(cfg, runs, LLM_8, "em", floors)
 
 
 CLAIMS = (llm_1, llm_2, llm_3, llm_4, llm_5, llm_6, llm_7, llm_8)
 
 
-def claims(cfg: LLMMemoryRLParams, runs: Runs) -> list[ClaimResult]:
-    """Every claim the profile's runs can test, in order."""
-    return [r for f in CLAIMS if (r := f(cfg, runs)) is not None]
+def claims(
+    cfg: LLMMemoryRLParams, runs: Runs, floors: pd.DataFrame | None = None
+) -> list[ClaimResult]:
+    """Every claim the profile's runs (and floor runs) can test, in order."""
+    return [r for f in CLAIMS if (r := f(cfg, runs, floors)) is not None]

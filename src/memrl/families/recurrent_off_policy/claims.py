@@ -11,11 +11,15 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import pandas as pd
 
 from memrl.families.recurrent_off_policy.params import RecurrentOffPolicyParams, parse_method
 from memrl.families.recurrent_off_policy.tables import Runs
-from memrl.stats.aggregate import Estimate, estimate, reference
-from memrl.stats.claims import MATCHES, Budget, Claim, ClaimResult, Comparison
+from memrl.stats.aggregate import reference
+from memrl.stats.claims import GAP_10, MATCHES, Budget, Claim, ClaimResult, Comparison, Margin
+from memrl.stats.compare import arm
+from memrl.stats.floors import NO_FLOOR_RUNS, floor_arm
+from memrl.stats.floors import name as floor_name
 from memrl.stats.trend import trends
 
 FAMILY = "recurrent_off_policy"
@@ -81,6 +85,11 @@ RO_7 = Claim(
 )  # fmt: skip
 
 
+NO_FLOOR_MARGIN = "convention without a floor run: 10% of the threshold's magnitude"
+# POPGym's rewards are normalised to [-1, 1] per episode: without a floor run, 5% of that range
+POPGYM_MARGIN = Margin("convention: 5% of POPGym's normalised return range [-1, 1]", delta=0.1)
+
+
 # =========================================================================== helpers
 def _name(method: str, env: str) -> str:
     return f"{method} · {env}"
@@ -93,8 +102,26 @@ def _returns(cfg: RecurrentOffPolicyParams, runs: Runs, claim: Claim, pairs) -> 
     for m, e in pairs:
         vals = main[(main.method == m) & (main.env == e)].eval_return
         if len(vals):
-            out[_name(m, e)] = estimate(vals, claim.claim_id, _name(m, e), cfg.bootstrap_reps)
+            out[_name(m, e)] = arm(vals, claim.claim_id, _name(m, e), cfg.bootstrap_reps)
     return out
+
+
+def _floors(cfg: RecurrentOffPolicyParams, floors: pd.DataFrame | None, claim: Claim, envs) -> dict:
+    """The random policy's arm on each env that has floor runs (T-Maze: its success rate)."""
+    out = {}
+    for e in envs:
+        value = (
+            (lambda r: float(np.mean(np.asarray(r.episode_returns) >= 1.0)))
+            if e.startswith("T-Maze")
+            else "score"
+        )
+        out |= floor_arm(floors, claim.claim_id, e, value, reps=cfg.bootstrap_reps)
+    return out
+
+
+def _floor(est: dict, env: str) -> str | None:
+    """The name of ``env``'s floor when its runs are in ``est``."""
+    return floor_name("random", env) if floor_name("random", env) in est else None
 
 
 def _series(runs: Runs, pairs) -> dict[str, np.ndarray]:
@@ -113,6 +140,8 @@ def _result(cfg: RecurrentOffPolicyParams, runs: Runs, claim: Claim, est, ours, 
     """A claim's result with its budget (the smallest of its envs'), coverage and trends."""
     steps = runs.budgets()
     fractions = runs.main.checkpoints.iloc[0]
+    if not any(c.floor for c in comps):
+        kw.setdefault("floor_reason", NO_FLOOR_RUNS)
     return ClaimResult(
         _claim(claim, cfg), est, ours, comps, budget=_budget(cfg, runs, envs),
         used=Budget(min(steps[e] for e in envs), STEPS),
@@ -147,23 +176,25 @@ def _scale(cfg: RecurrentOffPolicyParams) -> str:
 
 
 # =========================================================================== one function each
-def ro_1(cfg: RecurrentOffPolicyParams, runs: Runs) -> ClaimResult | None:
+def ro_1(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult | None:
     envs = [e for e in ("Pendulum-V", "Pendulum-P") if e in _envs_with(runs, "RSAC-LSTM", "SAC")]
     if not envs:
         return None
-    est: dict[str, Estimate] = {}
+    est: dict = _floors(cfg, floors, RO_1, envs)
     series: dict = {}
     comps = []
     for e in envs:
         pairs = [("RSAC-LSTM", e), ("SAC", e)]
         est |= _returns(cfg, runs, RO_1, pairs)
         series |= _series(runs, pairs)
-        comps.append(Comparison(_name("RSAC-LSTM", e), _name("SAC", e)))
+        comps.append(Comparison(_name("RSAC-LSTM", e), _name("SAC", e), floor=_floor(est, e)))
         thr = cfg.near_optimal.get(f"memrl/{e}-v1")
-        if thr is not None:
+        if thr is not None:  # δ: a share of the gap to the floor (without one: of |threshold|)
             est[f"near-optimal · {e}"] = reference(thr)
             series[f"near-optimal · {e}"] = thr
-            comps.append(Comparison(_name("RSAC-LSTM", e), f"near-optimal · {e}", MATCHES))
+            margin = GAP_10 if _floor(est, e) else Margin(NO_FLOOR_MARGIN, delta=0.1 * abs(thr))
+            comps.append(Comparison(_name("RSAC-LSTM", e), f"near-optimal · {e}", MATCHES,
+                                    margin=margin, floor=_floor(est, e)))  # fmt: skip
     return _result(
         cfg, runs, RO_1, est, _name("RSAC-LSTM", envs[0]), comps, envs, series,
         deviations=[
@@ -175,15 +206,17 @@ def ro_1(cfg: RecurrentOffPolicyParams, runs: Runs) -> ClaimResult | None:
     )  # fmt: skip
 
 
-def ro_2(cfg: RecurrentOffPolicyParams, runs: Runs) -> ClaimResult | None:
+def ro_2(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult | None:
     envs = _envs_with(runs, "RSAC-LSTM", "RTD3-LSTM")
     if not envs:
         return None
     rt = cfg.rtd3
     pairs = [(m, e) for e in envs for m in ("RSAC-LSTM", "RTD3-LSTM")]
+    est = _floors(cfg, floors, RO_2, envs) | _returns(cfg, runs, RO_2, pairs)
     return _result(
-        cfg, runs, RO_2, _returns(cfg, runs, RO_2, pairs), _name("RSAC-LSTM", envs[0]),
-        [Comparison(_name("RSAC-LSTM", e), _name("RTD3-LSTM", e)) for e in envs], envs,
+        cfg, runs, RO_2, est, _name("RSAC-LSTM", envs[0]),
+        [Comparison(_name("RSAC-LSTM", e), _name("RTD3-LSTM", e), floor=_floor(est, e))
+         for e in envs], envs,
         _series(runs, pairs),
         deviations=[
             _scale(cfg),
@@ -195,14 +228,16 @@ def ro_2(cfg: RecurrentOffPolicyParams, runs: Runs) -> ClaimResult | None:
     )  # fmt: skip
 
 
-def ro_3(cfg: RecurrentOffPolicyParams, runs: Runs) -> ClaimResult | None:
+def ro_3(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult | None:
     envs = _envs_with(runs, "RSAC-LSTM", "RSAC-LSTM-shared")
     if not envs:
         return None
     pairs = [(m, e) for e in envs for m in ("RSAC-LSTM", "RSAC-LSTM-shared")]
+    est = _floors(cfg, floors, RO_3, envs) | _returns(cfg, runs, RO_3, pairs)
     return _result(
-        cfg, runs, RO_3, _returns(cfg, runs, RO_3, pairs), _name("RSAC-LSTM", envs[0]),
-        [Comparison(_name("RSAC-LSTM", e), _name("RSAC-LSTM-shared", e)) for e in envs], envs,
+        cfg, runs, RO_3, est, _name("RSAC-LSTM", envs[0]),
+        [Comparison(_name("RSAC-LSTM", e), _name("RSAC-LSTM-shared", e), floor=_floor(est, e))
+         for e in envs], envs,
         _series(runs, pairs),
         deviations=[
             _scale(cfg),
@@ -212,7 +247,7 @@ def ro_3(cfg: RecurrentOffPolicyParams, runs: Runs) -> ClaimResult | None:
     )  # fmt: skip
 
 
-def ro_4(cfg: RecurrentOffPolicyParams, runs: Runs) -> ClaimResult | None:
+def ro_4(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult | None:
     """Our LSTM-PPO where it ran (sb3-contrib's RecurrentPPO otherwise: the same algorithm,
     cross-checked by ``benchmarks/lstm_ppo.py``)."""
     cart = [e for e in runs.main.env.unique() if e.startswith("CartPole")]
@@ -221,7 +256,12 @@ def ro_4(cfg: RecurrentOffPolicyParams, runs: Runs) -> ClaimResult | None:
         return None
     (m, e), p = ran[0], cfg.rppo
     name = _name(m, e)
-    est = _returns(cfg, runs, RO_4, [(m, e)]) | {"rl-zoo: 500": reference(500.0)}
+    est = _floors(cfg, floors, RO_4, [e]) | _returns(cfg, runs, RO_4, [(m, e)])
+    est |= {"rl-zoo: 500": reference(500.0), "maximum return": reference(500.0)}
+    zoo = (Comparison(name, "rl-zoo: 500", MATCHES, margin=GAP_10, floor=_floor(est, e),
+                      ceiling="maximum return")
+           if _floor(est, e) else Comparison(name, "rl-zoo: 500", MATCHES,
+                                             margin=Margin("convention without a floor run: 2% of the maximum return 500", delta=10.0)))  # fmt: skip
     impl = (
         "memrl's LSTM-PPO (agents/lstm_ppo.py: sb3-contrib's algorithm, whole env segments "
         "through one fused LSTM call per minibatch; cross-checked against sb3-contrib's "
@@ -230,7 +270,7 @@ def ro_4(cfg: RecurrentOffPolicyParams, runs: Runs) -> ClaimResult | None:
         else "sb3-contrib RecurrentPPO"
     )
     return _result(
-        cfg, runs, RO_4, est, name, [Comparison(name, "rl-zoo: 500", MATCHES)], [e],
+        cfg, runs, RO_4, est, name, [zoo], [e],
         _series(runs, [(m, e)]) | {"rl-zoo: 500": 500.0},
         deviations=[
             f"{impl} with the zoo's ppo_lstm hyperparameters ({p.n_envs} envs x "
@@ -242,15 +282,17 @@ def ro_4(cfg: RecurrentOffPolicyParams, runs: Runs) -> ClaimResult | None:
     )  # fmt: skip
 
 
-def ro_5(cfg: RecurrentOffPolicyParams, runs: Runs) -> ClaimResult | None:
+def ro_5(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult | None:
     envs = _envs_with(runs, "SACD-FFM", "SACD-GRU")
     if not envs:
         return None
     sd = cfg.sacd
     pairs = [(m, e) for e in envs for m in ("SACD-FFM", "SACD-GRU")]
+    est = _floors(cfg, floors, RO_5, envs) | _returns(cfg, runs, RO_5, pairs)
     return _result(
-        cfg, runs, RO_5, _returns(cfg, runs, RO_5, pairs), _name("SACD-FFM", envs[0]),
-        [Comparison(_name("SACD-FFM", e), _name("SACD-GRU", e), MATCHES) for e in envs], envs,
+        cfg, runs, RO_5, est, _name("SACD-FFM", envs[0]),
+        [Comparison(_name("SACD-FFM", e), _name("SACD-GRU", e), MATCHES, floor=_floor(est, e),
+                    margin=GAP_10 if _floor(est, e) else POPGYM_MARGIN) for e in envs], envs,
         _series(runs, pairs),
         deviations=[
             "recurrent SAC-discrete instead of the paper's PPO (both off the shelf in our "
@@ -263,10 +305,10 @@ def ro_5(cfg: RecurrentOffPolicyParams, runs: Runs) -> ClaimResult | None:
     )  # fmt: skip
 
 
-def ro_6(cfg: RecurrentOffPolicyParams, runs: Runs) -> ClaimResult | None:
+def ro_6(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult | None:
     if runs.timing is None or not len(runs.timing):
         return None
-    est = {c: estimate(g.ms, "RO-6", c, cfg.bootstrap_reps)
+    est = {c: arm(g.ms, "RO-6", c, cfg.bootstrap_reps)
            for c, g in runs.timing.groupby("core", sort=False)}  # fmt: skip
     ratios = {c: round(v.iqm / est["FFM"].iqm, 2) for c, v in est.items() if c != "FFM"}
     b = cfg.benchmark
@@ -278,6 +320,7 @@ def ro_6(cfg: RecurrentOffPolicyParams, runs: Runs) -> ClaimResult | None:
         deviations=["wall-clock on this machine: the one machine-dependent claim"],
         used=Budget(b["batch"] * b["steps"], "sequence steps per timed batch"),
         trend_note="none: a timing benchmark has no training budget",
+        floor_reason="a timing benchmark: no policy, so no floor",
         coverage_complete=min(ratios.values()) >= 50,
         coverage_note="speed-up (IQM time / FFM's): "
         + ", ".join(f"{k} {v}x" for k, v in ratios.items())
@@ -286,15 +329,16 @@ def ro_6(cfg: RecurrentOffPolicyParams, runs: Runs) -> ClaimResult | None:
     )  # fmt: skip
 
 
-def ro_7(cfg: RecurrentOffPolicyParams, runs: Runs) -> ClaimResult | None:
+def ro_7(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult | None:
     tm = runs.tmaze
     if not len(tm):
         return None
     window = [m for m in cfg.tmaze.methods if parse_method(m)[1] == "window"]
     recurrent = [m for m in cfg.tmaze.methods if parse_method(m)[1] != "window"]
     K = cfg.sacd.context
-    est: dict[str, Estimate] = {
-        f"{m} · L={L}": estimate(g.success, "RO-7", f"{m} · L={L}", cfg.bootstrap_reps)
+    est: dict = _floors(cfg, floors, RO_7, [f"T-Maze L={L}" for L in cfg.tmaze.lengths])
+    est |= {
+        f"{m} · L={L}": arm(g.success, "RO-7", f"{m} · L={L}", cfg.bootstrap_reps)
         for (L, m), g in tm.groupby(["length", "method"])
     }
     est["chance"] = reference(0.5)
@@ -304,12 +348,13 @@ def ro_7(cfg: RecurrentOffPolicyParams, runs: Runs) -> ClaimResult | None:
     } | {"chance": 0.5}
     comps = []
     for L in cfg.tmaze.lengths:
+        fl = _floor(est, f"T-Maze L={L}")
         for w in window:
             if L <= K:
-                comps.append(Comparison(f"{w} · L={L}", "chance"))
+                comps.append(Comparison(f"{w} · L={L}", "chance", floor=fl))
             else:
-                comps += [Comparison(f"{r} · L={L}", f"{w} · L={L}") for r in recurrent]
-        comps += [Comparison(f"{r} · L={L}", "chance") for r in recurrent]
+                comps += [Comparison(f"{r} · L={L}", f"{w} · L={L}", floor=fl) for r in recurrent]
+        comps += [Comparison(f"{r} · L={L}", "chance", floor=fl) for r in recurrent]
     return ClaimResult(
         _claim(RO_7, cfg), est,
         f"{recurrent[0]} · L={max(cfg.tmaze.lengths)}" if recurrent else next(iter(est)),
@@ -324,12 +369,15 @@ def ro_7(cfg: RecurrentOffPolicyParams, runs: Runs) -> ClaimResult | None:
         used=Budget(cfg.tmaze.episodes * min(cfg.tmaze.lengths), STEPS),
         trends=trends(RO_7, comps, series, tm.checkpoints.iloc[0], cfg.bootstrap_reps),
         trend_note=EVALS.replace("mean return", "success"),
+        floor_reason="" if any(c.floor for c in comps) else NO_FLOOR_RUNS,
     )  # fmt: skip
 
 
 CLAIMS = (ro_1, ro_2, ro_3, ro_4, ro_5, ro_6, ro_7)
 
 
-def claims(cfg: RecurrentOffPolicyParams, runs: Runs) -> list[ClaimResult]:
-    """Every claim the profile's runs can test, in order."""
-    return [r for f in CLAIMS if (r := f(cfg, runs)) is not None]
+def claims(
+    cfg: RecurrentOffPolicyParams, runs: Runs, floors: pd.DataFrame | None = None
+) -> list[ClaimResult]:
+    """Every claim the profile's runs (and floor runs) can test, in order."""
+    return [r for f in CLAIMS if (r := f(cfg, runs, floors)) is not None]

@@ -1,0 +1,27 @@
+"""The recurrent off-policy family's floors: a uniformly random policy scored as the claims
+score the agents (mean return of ``eval_episodes`` episodes; T-Maze success), per env and
+seed. Nothing here knows about claims."""
+
+from __future__ import annotations
+
+from memrl.families.recurrent_off_policy.params import RecurrentOffPolicyParams, short_env
+from memrl.floors import random_policy
+from memrl.jobs import JobSpec
+
+TMAZE_ID = "memrl/PassiveTMaze-v0"
+RANDOM = f"{random_policy.__module__}:{random_policy.__name__}"
+
+
+def grid(cfg: RecurrentOffPolicyParams) -> list[JobSpec]:
+    out = []
+    for s in range(cfg.seeds):
+        for e in cfg.envs:
+            env = short_env(e.env_id)
+            kw = {"env_id": e.env_id, "env": env, "seed": s, "episodes": cfg.eval_episodes}
+            out.append(JobSpec(RANDOM, kw, 1.0, label=f"random · {env} · seed {s}"))
+        for length in cfg.tmaze.lengths:
+            env = f"T-Maze L={length}"
+            kw = {"env_id": TMAZE_ID, "env": env, "seed": s, "env_kwargs": {"length": length},
+                  "episodes": cfg.tmaze.eval_episodes}  # fmt: skip
+            out.append(JobSpec(RANDOM, kw, 0.1, label=f"random · {env} · seed {s}"))
+    return out

@@ -1,0 +1,42 @@
+"""Floors on the analysis side: split a family's stored records into its runs and its floor
+runs (:mod:`memrl.floors`), and turn floor runs into arms the claims compare against."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pandas as pd
+
+from memrl.stats.compare import Arm, arm
+
+NO_FLOOR_RUNS = "no floor runs in this run store"
+
+
+def split(records: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], pd.DataFrame]:
+    """(the family's runs, its floor runs as a table: one row per floor job)."""
+    runs = [r for r in records if "floor" not in r]
+    floors = pd.DataFrame([r for r in records if "floor" in r])
+    return runs, floors
+
+
+def name(floor: str, env: str) -> str:
+    """The estimate's name of a floor: ``random · Pendulum-V``."""
+    return f"{floor} · {env}"
+
+
+def floor_arm(
+    floors: pd.DataFrame | None, claim_id: str, env: str, value: str | Callable = "score",
+    floor: str = "random", reps: int = 2000,
+) -> dict[str, Arm]:  # fmt: skip
+    """``{name: arm}`` of ``floor`` on ``env`` (``value``: a column, or a function of a row),
+    or ``{}`` when the store holds no such floor run. A floor run once (deterministic) stands
+    for every seed."""
+    if floors is None or not len(floors) or "floor" not in floors:
+        return {}
+    rows = floors[(floors.floor == floor) & (floors.env == env)]
+    if not len(rows):
+        return {}
+    vals = rows.apply(value, axis=1) if callable(value) else rows[value]
+    vals = list(vals) * (2 if len(vals) == 1 else 1)
+    return {name(floor, env): arm(vals, claim_id, name(floor, env), reps)}

@@ -1,0 +1,51 @@
+"""Floors run as ordinary jobs: a random policy's episodes, their own code keys (adding or
+editing a floor never moves a run's key), and the split the notebooks read them through."""
+
+from __future__ import annotations
+
+import pytest
+
+from memrl import families
+from memrl.config import load_family
+from memrl.floors import random_policy
+from memrl.jobs import code_fingerprint
+from memrl.runtime import repo_root
+from memrl.stats.floors import floor_arm, split
+
+
+def test_random_policy_plays_episodes_or_steps():
+    ep = random_policy("CartPole-v1", "CartPole", seed=0, episodes=5)
+    assert len(ep["episode_returns"]) == 5 and ep["score"] > 0
+    assert ep == random_policy("CartPole-v1", "CartPole", seed=0, episodes=5)  # seeded
+    st = random_policy("CartPole-v1", "CartPole", seed=0, steps=300)
+    assert sum(st["episode_lengths"]) <= 300 and st["floor"] == "random"
+    with pytest.raises(ValueError):
+        random_policy("CartPole-v1", "CartPole", seed=0)
+
+
+@pytest.mark.parametrize("family", families.NAMES)
+def test_floor_jobs_have_their_own_code_key(family):
+    fam = families.get(family)
+    specs = fam.grid(load_family(family, "smoke"))
+    runs = [s for s in specs if ".jobs:" in s.fn]
+    floors = [s for s in specs if "floors" in s.fn]
+    assert runs and floors
+    # a run's key covers exactly its family's jobs.py closure: no floor module in it
+    closure = set(families.module_closure(f"memrl.families.{family}.jobs")) - families.RUNNER
+    assert {s.code for s in runs} == {code_fingerprint(closure, repo_root())}
+    assert not any("floors" in p for p in closure)
+    assert {s.code for s in floors}.isdisjoint({s.code for s in runs})
+    # and the runs stage's DVC deps cover the floors' code too
+    assert {"src/memrl/floors.py", f"src/memrl/families/{family}/floors.py"} & set(
+        fam.job_sources()
+    )
+
+
+def test_split_and_floor_arm():
+    recs = [{"env": "E", "seed": s, "score": float(s)} for s in range(3)]
+    recs += [{"floor": "random", "env": "E", "seed": s, "score": 0.1 * s} for s in range(3)]
+    runs, floors = split(recs)
+    assert len(runs) == 3 and len(floors) == 3
+    ((name, a),) = floor_arm(floors, "X", "E").items()
+    assert name == "random · E" and a.n == 3 and a.ci_low <= a.iqm <= a.ci_high
+    assert floor_arm(floors, "X", "other") == {} and floor_arm(None, "X", "E") == {}
