@@ -66,7 +66,7 @@ from memrl.pipeline import load_results
 from memrl.results import budget_table, claims_table, save_claims, save_figure, save_table
 from memrl.results import output_dir as resolve_output
 from memrl.stats.curves import iqm_curves
-from memrl.stats.floors import split
+from memrl.stats.floors import env_floor, split, with_floor
 
 cfg = load_family("episodic_control", profile, overrides=overrides)  # every value checked first
 out = resolve_output(output_dir)
@@ -99,6 +99,7 @@ envs = list(dict.fromkeys(curve_df.env))
 fig, axes = plt.subplots(1, len(envs), figsize=(5 * len(envs), 3.8), squeeze=False)
 for ax, env in zip(axes[0], envs, strict=True):
     plots.ci_curves(ax, curve_df[curve_df.env == env], "environment steps", "training return", env)
+    plots.floor_band(ax, env_floor(floors, env))
 fig.tight_layout()
 save_figure(fig, out / "figures" / "sample_efficiency.png")
 
@@ -144,7 +145,7 @@ save_figure(fig, out / "figures" / "claims.png")
 save_table(runs, out / "tables" / "runs.csv")
 save_table(curve_df, out / "tables" / "curves.csv")
 for name, df in tables.plot_data(curve_df).items():
-    save_table(df, out / "plots" / name)
+    save_table(with_floor(df, env_floor(floors, name.removesuffix(".csv"))), out / "plots" / name)
 save_claims(out, rows)
 
 # %% [markdown]

@@ -61,7 +61,7 @@ from memrl.results import (
 from memrl.results import (
     output_dir as resolve_output,
 )
-from memrl.stats.floors import split
+from memrl.stats.floors import env_floor, split, with_floor
 
 cfg = load_family("experience_replay", profile, overrides=overrides)  # every value checked first
 out = resolve_output(output_dir)
@@ -88,6 +88,7 @@ plots.ci_curves(
     "Q-learning with replay",
     by="config",
 )
+plots.floor_band(ax, env_floor(floors, "chain", floor="no learning"), "no learning: Q = 0 (floor)")
 ax.set_yscale("log")
 # the paper's two knobs: how many replays, how often
 final = sweeps["q_final"]
@@ -142,6 +143,7 @@ plots.ci_curves(
     "training return (last 10 episodes)",
     cfg.per_dqn.env_id,
 )
+plots.floor_band(ax, env_floor(floors, cfg.per_dqn.env_id))
 save_figure(fig, out / "figures" / "per_dqn.png")
 
 # %% [markdown]
@@ -177,6 +179,7 @@ plots.ci_curves(
     cfg.rae.env_id,
     by="condition",
 )
+plots.floor_band(ax, env_floor(floors, cfg.rae.env_id))
 save_figure(fig, out / "figures" / "rae.png")
 
 # %% [markdown]
@@ -191,8 +194,11 @@ fig = plots.forest(rows)
 save_figure(fig, out / "figures" / "claims.png")
 for name, df in results.items():
     save_table(df, out / "tables" / f"{name}.csv")
+plot_floors = {"q_replay.csv": env_floor(floors, "chain", floor="no learning"),
+               "per_dqn.csv": env_floor(floors, cfg.per_dqn.env_id),
+               "rae.csv": env_floor(floors, cfg.rae.env_id)}  # fmt: skip
 for name, df in tables.plot_data(cfg, sweeps).items():
-    save_table(df, out / "plots" / name)
+    save_table(with_floor(df, plot_floors.get(name)), out / "plots" / name)
 save_claims(out, rows)
 
 # %% [markdown]

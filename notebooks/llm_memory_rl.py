@@ -80,7 +80,7 @@ from memrl.pipeline import load_results
 from memrl.results import budget_table, claims_table, save_claims, save_figure, save_table
 from memrl.results import output_dir as resolve_output
 from memrl.runtime import repo_root
-from memrl.stats.floors import split
+from memrl.stats.floors import env_floor, split
 from memrl.stats.points import iqm_points
 
 cfg = load_family("llm_memory_rl", profile, overrides=overrides)  # every value checked first
@@ -117,7 +117,8 @@ runs[["condition", "run", "init_memory", "train_set", "test_success", "test_scor
 # ## Success over training epochs
 #
 # Success rate and score on the training tasks in each epoch, while the memory learns: the
-# IQM over runs with its 95% CI (rliable), as everywhere in this suite.
+# IQM over runs with its 95% CI (rliable), as everywhere in this suite. (The floors and the
+# ceiling are measured on the test tasks: they are drawn in the next figure.)
 
 # %%
 curves = tables.training_curves(runs)
@@ -132,7 +133,9 @@ save_figure(fig, out / "figures" / "training_epochs.png")
 # %% [markdown]
 # ## Test performance per condition
 #
-# The IQM over runs with its 95% CI; each grey dot is one run.
+# The IQM over runs with its 95% CI; each grey dot is one run. Dotted lines with grey bands:
+# what a shopper with no knowledge scores on the same test tasks (uniformly random actions;
+# a random query, a random result, buy) and the annotated expert (the ceiling).
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
@@ -149,6 +152,12 @@ for ax, metric in zip(axes, ["test_success", "test_score"], strict=True):
     ax.set_xticks(xs, [tables.LABELS[c] for c in conditions], rotation=20)
     ax.set(ylabel=metric.replace("_", " "), ylim=(-0.05, 1.05))
     ax.grid(alpha=0.3, axis="y")
+    for policy, color in (("random search-then-buy", "0.35"), ("random", "tab:brown")):
+        band = env_floor(floors, "shop", metric, policy)
+        plots.floor_band(ax, band, f"{policy} (floor)", color)
+    plots.floor_band(
+        ax, env_floor(floors, "shop", metric, "oracle"), "oracle (ceiling)", "tab:green"
+    )
 axes[0].legend(fontsize=8)
 fig.tight_layout()
 save_figure(fig, out / "figures" / "test_performance.png")
@@ -160,7 +169,7 @@ save_figure(fig, out / "figures" / "test_performance.png")
 # cumulative view AgentFly reports). IQM over seeds with its 95% CI.
 
 # %%
-iters = tables.iteration_curves(fly)
+iters = pd.concat([tables.iteration_curves(fly), tables.floor_iterations(floors)])
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
 for ax, metric in zip(axes, ["score", "best_score"], strict=True):
     plots.ci_curves(ax, iqm_points(iters, "condition", "iteration", metric), "iteration",

@@ -67,7 +67,7 @@ from memrl.pipeline import load_results
 from memrl.results import budget_table, claims_table, save_claims, save_figure, save_table
 from memrl.results import output_dir as resolve_output
 from memrl.stats.curves import iqm_curves
-from memrl.stats.floors import split
+from memrl.stats.floors import env_floor, split, with_floor
 
 cfg = load_family("recurrent_off_policy", profile, overrides=overrides)  # every value checked first
 out = resolve_output(output_dir)
@@ -120,6 +120,7 @@ curve_df = iqm_curves(runs.main)
 fig, axes = plt.subplots(1, len(envs), figsize=(4.6 * len(envs), 3.8), squeeze=False)
 for ax, env in zip(axes[0], envs, strict=True):
     plots.ci_curves(ax, curve_df[curve_df.env == env], "environment steps", "training return", env)
+    plots.floor_band(ax, env_floor(floors, env))
 fig.tight_layout()
 save_figure(fig, out / "figures" / "learning_curves.png")
 
@@ -164,7 +165,7 @@ save_table(runs.tmaze, out / "tables" / "tmaze_runs.csv")
 save_table(curve_df, out / "tables" / "curves.csv")
 save_table(runs.timing, out / "tables" / "ffm_timing.csv")
 for name, df in tables.plot_data(curve_df, success).items():
-    save_table(df, out / "plots" / name)
+    save_table(with_floor(df, env_floor(floors, name.removesuffix(".csv"))), out / "plots" / name)
 save_claims(out, rows)
 
 # %% [markdown]

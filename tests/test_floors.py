@@ -49,3 +49,32 @@ def test_split_and_floor_arm():
     ((name, a),) = floor_arm(floors, "X", "E").items()
     assert name == "random · E" and a.n == 3 and a.ci_low <= a.iqm <= a.ci_high
     assert floor_arm(floors, "X", "other") == {} and floor_arm(None, "X", "E") == {}
+
+
+def test_floors_join_the_plot_tables_and_figures():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from memrl.families.llm_memory_rl.tables import floor_iterations
+    from memrl.plots import floor_band
+    from memrl.stats.floors import FLOOR, env_floor, with_floor
+
+    recs = [{"floor": "random", "env": "E", "seed": s, "score": 1.0 + s} for s in range(3)]
+    _, floors = split(recs)
+    band = env_floor(floors, "E")
+    table = with_floor(pd.DataFrame({"step": [1, 2], "A": [0.5, 0.6]}), band)
+    assert list(table.columns[-3:]) == [FLOOR, f"{FLOOR} ci_low", f"{FLOOR} ci_high"]
+    assert table[FLOOR].tolist() == [band.iqm] * 2
+    assert with_floor(table[["step", "A"]], None).columns.tolist() == ["step", "A"]
+    fig, ax = plt.subplots()
+    floor_band(ax, band)
+    assert ax.get_legend() is not None and ax.lines[0].get_ydata()[0] == band.iqm
+    plt.close(fig)
+    shop = pd.DataFrame([{"floor": "random search-then-buy", "env": "shop", "run": 0,
+                          "iter_score": [0.2, 0.4], "best_score": [0.2, 0.4]}])  # fmt: skip
+    it = floor_iterations(shop)
+    assert it.condition.unique().tolist() == ["random search-then-buy (floor)"]
+    assert it.iteration.tolist() == [1, 2] and floor_iterations(None).empty

@@ -99,6 +99,15 @@ def claim_intervals(results: Sequence[ClaimResult], figsize=(9, None)):
     return fig
 
 
+def floor_band(ax, floor, label: str = "random policy (floor)", color: str = "0.35") -> None:
+    """A floor (or ceiling) as a dotted line at its IQM over a grey band of its 95% CI."""
+    if floor is None:
+        return
+    ax.axhspan(floor.ci_low, floor.ci_high, color=color, alpha=0.12, lw=0)
+    ax.axhline(floor.iqm, color=color, ls=":", lw=1.4, label=label)
+    ax.legend(fontsize=8)
+
+
 def ci_curves(
     ax, df, xlabel: str, ylabel: str, title: str = "", x: str = "step", by: str = "method"
 ) -> None:

@@ -40,3 +40,21 @@ def floor_arm(
     vals = rows.apply(value, axis=1) if callable(value) else rows[value]
     vals = list(vals) * (2 if len(vals) == 1 else 1)
     return {name(floor, env): arm(vals, claim_id, name(floor, env), reps)}
+
+
+FLOOR = "floor"  # the column of a floor in the dvc plots tables
+
+
+def env_floor(
+    floors: pd.DataFrame | None, env: str, value: str | Callable = "score", floor: str = "random"
+) -> Arm | None:
+    """The arm of ``floor`` on ``env`` for a figure or a plot table (None without floor runs)."""
+    return next(iter(floor_arm(floors, "figures", env, value, floor).values()), None)
+
+
+def with_floor(table: pd.DataFrame, floor: Arm | None, name: str = FLOOR) -> pd.DataFrame:
+    """A ``dvc plots`` table with the floor as one more line (constant, with its CI band)."""
+    if floor is None:
+        return table
+    return table.assign(**{name: floor.iqm, f"{name} ci_low": floor.ci_low,
+                           f"{name} ci_high": floor.ci_high})  # fmt: skip

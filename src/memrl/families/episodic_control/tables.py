@@ -9,9 +9,10 @@ import pandas as pd
 
 from memrl.families import Plot
 from memrl.stats.curves import wide
+from memrl.stats.floors import FLOOR
 
 PLOTS = tuple(
-    Plot(f"{env}.csv", "step", methods,
+    Plot(f"{env}.csv", "step", (*methods, FLOOR),
          f"Episodic control on {where}: training return (IQM over seeds)",
          "environment steps", "training return (mean of recent episodes)")
     for env, methods, where in [

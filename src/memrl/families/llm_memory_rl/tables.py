@@ -29,7 +29,8 @@ PLOTS = (
     Plot("training_epochs.csv", "epoch", ("RLEM", "RLEM w/o bootstrap", "RLEM w/o discouraged"),
          "REMEMBERER: training score per epoch (IQM over runs)", "epoch",
          "WebShop score (0-1)"),
-    Plot("agentfly_iterations.csv", "iteration", ("no memory", "non-parametric", "parametric"),
+    Plot("agentfly_iterations.csv", "iteration",
+         ("no memory", "non-parametric", "parametric", "random search-then-buy (floor)"),
          "AgentFly: best score per task so far, over iterations (IQM over seeds)",
          "iteration", "best score so far (0-1)"),
 )  # fmt: skip
@@ -78,6 +79,21 @@ def iteration_curves(fly: pd.DataFrame) -> pd.DataFrame:
             rows.append({"condition": FLY_LABELS[r.condition], "run": r.run, "iteration": i + 1,
                          "score": r.iter_score[i], "success": r.iter_success[i],
                          "best_score": r.best_score[i], "cum_success": r.cum_success[i]})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def floor_iterations(
+    floors: pd.DataFrame | None, policy: str = "random search-then-buy"
+) -> pd.DataFrame:
+    """The shop floor's runs per iteration, shaped as :func:`iteration_curves` (condition
+    ``"<policy> (floor)"``): what the AgentFly curves are drawn against."""
+    if floors is None or not len(floors) or "iter_score" not in floors:
+        return pd.DataFrame()
+    rows = []
+    for _, r in floors[floors.floor == policy].iterrows():
+        for i, (s, b) in enumerate(zip(r.iter_score, r.best_score, strict=True)):
+            rows.append({"condition": f"{policy} (floor)", "run": r.run, "iteration": i + 1,
+                         "score": s, "best_score": b})  # fmt: skip
     return pd.DataFrame(rows)
 
 

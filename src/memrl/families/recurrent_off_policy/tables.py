@@ -11,17 +11,18 @@ import pandas as pd
 from memrl.families import Plot
 from memrl.stats.aggregate import estimate
 from memrl.stats.curves import wide
+from memrl.stats.floors import FLOOR
 
 STEPS, RETURN = "environment steps", "training return (last 10 episodes)"
 PLOTS = (
-    Plot("Pendulum-V.csv", "step", ("SAC", "RSAC-LSTM", "RTD3-LSTM", "RSAC-LSTM-shared"),
+    Plot("Pendulum-V.csv", "step", ("SAC", "RSAC-LSTM", "RTD3-LSTM", "RSAC-LSTM-shared", FLOOR),
          "Pendulum-V (velocities only): training return (IQM over seeds)", STEPS, RETURN),
-    Plot("Pendulum-P.csv", "step", ("SAC", "RSAC-LSTM"),
+    Plot("Pendulum-P.csv", "step", ("SAC", "RSAC-LSTM", FLOOR),
          "Pendulum-P (positions only): training return (IQM over seeds)", STEPS, RETURN),
-    Plot("CartPole-P.csv", "step", ("PPO-LSTM",),
+    Plot("CartPole-P.csv", "step", ("PPO-LSTM", FLOOR),
          "CartPole-P (positions only): LSTM-PPO training return (IQM over seeds)", STEPS,
          RETURN),
-    Plot("PositionOnlyCartPoleEasy.csv", "step", ("SACD-GRU", "SACD-FFM"),
+    Plot("PositionOnlyCartPoleEasy.csv", "step", ("SACD-GRU", "SACD-FFM", FLOOR),
          "POPGym PositionOnlyCartPoleEasy: training return (IQM over seeds)", STEPS, RETURN),
     Plot("tmaze.csv", "length", ("SACD-GRU", "SACD-window"),
          "Passive T-Maze: success rate against corridor length (IQM over seeds)",
