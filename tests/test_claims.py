@@ -83,7 +83,7 @@ def test_episodic_control_plot_tables_carry_ci_bands():
     assert set(made) == {"Breakout.csv", "CartPole.csv"}
     plots = {p.file: p for p in ec_tables.PLOTS}
     for name, df in made.items():  # declared order; aggregation variants are not drawn
-        y = plots[name].y
+        y = [m for m in plots[name].y if "floor" not in m]  # the notebook adds the floor
         assert list(df.columns) == ["step", *y, *(f"{m} {c}" for c in CI_COLUMNS for m in y)]
 
 
@@ -154,14 +154,16 @@ def test_experience_replay_plot_tables_are_the_declared_dvc_plots_with_ci_bands(
     made = er_tables.plot_data(cfg, sweeps)
     assert set(made) == {p.file for p in er_tables.PLOTS}
     for p in er_tables.PLOTS:  # the declared lines in order, then their CI bands
-        bands = [f"{m} {c}" for c in CI_COLUMNS for m in p.y]
-        assert list(made[p.file].columns) == [p.x, *p.y, *bands], p.file
+        y = [m for m in p.y if "floor" not in m]  # the notebook joins the floor's line
+        bands = [f"{m} {c}" for c in CI_COLUMNS for m in y]
+        assert list(made[p.file].columns) == [p.x, *y, *bands], p.file
     her = made["her.csv"].set_index("n_bits")
     assert (her.loc[50, ["DQN+HER", "DQN+HER ci_low", "DQN+HER ci_high"]] == 1.0).all()
     assert (her.loc[50, ["DQN", "DQN ci_low", "DQN ci_high"]] == 0.0).all()
-    cw = sweeps["cliffwalk"]  # IQM of 5 runs costing c, 1.01c, ... 1.04c lies inside them
+    cw = sweeps["cliffwalk"]  # IQM of runs costing c, 1.01c, 1.02c ... lies inside them
     one = cw[(cw.method == "uniform") & (cw.n_states == 4)].iloc[0]
-    assert 2.0**4 <= one.ci_low <= one.iqm <= one.ci_high <= 1.04 * 2.0**4
+    top = 1 + 0.01 * (cfg.seeds - 1)
+    assert 2.0**4 <= one.ci_low <= one.iqm <= one.ci_high <= top * 2.0**4
     assert cw.memory_size.notna().all()
 
 
@@ -296,8 +298,9 @@ def test_llm_plot_tables_are_the_declared_dvc_plots_with_ci_bands():
     )
     assert set(made) == {p.file for p in llm_tables.PLOTS}
     for p in llm_tables.PLOTS:  # the declared conditions in order, then their CI bands
-        bands = [f"{m} {c}" for c in CI_COLUMNS for m in p.y]
-        assert list(made[p.file].columns) == [p.x, *p.y, *bands], p.file
+        y = [m for m in p.y if "floor" not in m]  # the notebook joins the floor's line
+        bands = [f"{m} {c}" for c in CI_COLUMNS for m in y]
+        assert list(made[p.file].columns) == [p.x, *y, *bands], p.file
         df = made[p.file]
-        for m in p.y:
+        for m in y:
             assert (df[f"{m} ci_low"] <= df[m]).all() and (df[m] <= df[f"{m} ci_high"]).all()

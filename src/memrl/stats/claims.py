@@ -2,11 +2,14 @@
 
 A :class:`Claim` records what a paper says (with where it says it), the regime it is
 about (``early``: the first part of training; ``final``: after the paper's budget) and
-the paper's budget; a family fills a :class:`ClaimResult` with estimates from its runs,
-the budget it used and the trend of each comparison along training
-(:mod:`memrl.stats.trend`). The verdict is computed by :func:`verdict`, never typed in:
-a *final* claim run on less than half the paper's budget whose comparisons fail is
-**inconclusive (budget)**, not "not reproduced" — "not yet" is not "no".
+the paper's budget; a family fills a :class:`ClaimResult` with arms from its runs (per-seed
+values, :func:`memrl.stats.compare.arm`), its floor runs, the budget it used and the trend of
+each comparison along training (:mod:`memrl.stats.trend`). Each :class:`Comparison` is judged
+on the CI of its difference, against a declared margin for *matches or beats* and beside
+its floor (:func:`memrl.stats.compare.judge`); the verdict is computed by :func:`verdict`,
+never typed in (:data:`VERDICT_RULE`). A *final* claim run on less than half the paper's
+budget whose comparisons fail is **inconclusive (budget)**, not "not reproduced": "not
+yet" is not "no".
 """
 
 from __future__ import annotations

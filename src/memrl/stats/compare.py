@@ -183,6 +183,15 @@ class Margin:
 GAP_10 = Margin("convention: 10% of the gap between the baseline and the floor", gap_share=0.1)
 
 
+def gap_margin(floor: str | None, baseline: float) -> Margin:
+    """:data:`GAP_10` where the comparison has a floor; without a floor run (fabricated test
+    runs), 10% of the baseline's magnitude, stated as such."""
+    if floor is not None:
+        return GAP_10
+    return Margin("convention without a floor run: 10% of the baseline's magnitude",
+                  delta=0.1 * abs(baseline) or 1e-9)  # fmt: skip
+
+
 # =========================================================================== one comparison
 @dataclass(frozen=True)
 class Judgement:

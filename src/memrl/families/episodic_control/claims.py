@@ -11,16 +11,13 @@ import pandas as pd
 
 from memrl.families.episodic_control.params import EpisodicControlParams, method_label, short_env
 from memrl.stats.claims import (
-    BEATS,
-    GAP_10,
     MATCHES,
     Budget,
     Claim,
     ClaimResult,
     Comparison,
-    Margin,
 )
-from memrl.stats.compare import Arm, arm
+from memrl.stats.compare import Arm, arm, gap_margin
 from memrl.stats.curves import checkpoint_windows, window_mean
 from memrl.stats.floors import NO_FLOOR_RUNS, floor_arm
 from memrl.stats.floors import name as floor_name
@@ -221,13 +218,8 @@ def ec_3(cfg: EpisodicControlParams, df: pd.DataFrame, floors=None) -> ClaimResu
         cfg, df, EC_3, "late_return"
     )
     fl = _floor(est, env)
-    comps = (
-        [Comparison(conservative, "MFEC (exact)", MATCHES, margin=GAP_10, floor=fl)] if fl else []
-    )
-    if not comps:  # no floor run: a margin of 10% of exact MFEC's return
-        comps = [Comparison(conservative, "MFEC (exact)", MATCHES,
-                            margin=Margin("convention without a floor run: 10% of the "
-                                          "baseline's return", delta=0.1 * abs(est["MFEC (exact)"].iqm)))]  # fmt: skip
+    margin = gap_margin(fl, est["MFEC (exact)"].iqm)
+    comps = [Comparison(conservative, "MFEC (exact)", MATCHES, margin=margin, floor=fl)]
     series = {labels[r]: _windows(sweep[sweep.merge_radius == r]) for r in radii}
     return ClaimResult(
         EC_3, est, conservative, comps, floor_reason="" if fl else NO_FLOOR_RUNS,
@@ -243,16 +235,17 @@ def ec_4(cfg: EpisodicControlParams, df: pd.DataFrame, floors=None) -> ClaimResu
     if not envs:
         return None
     est = _floors(cfg, floors, EC_4, "early_return", envs)
-    pairs, comps = [], []
-    for e in envs:
-        pairs.append(("NEC", e))
-        fl = _floor(est, e)
-        for other, relation in (("DQN", BEATS), ("MFEC", MATCHES)):
-            if _has(df, e, other) and (relation == BEATS or fl):
-                pairs.append((other, e))
-                comps.append(Comparison(_name("NEC", e), _name(other, e), relation, floor=fl,
-                                        margin=GAP_10 if relation == MATCHES else None))  # fmt: skip
+    pairs = [(m, e) for e in envs for m in ("NEC", "DQN", "MFEC") if _has(df, e, m)]
     est |= _by_method(cfg, df, EC_4, "early_return", pairs)
+    comps = []
+    for e in envs:
+        fl = _floor(est, e)
+        if _has(df, e, "DQN"):
+            comps.append(Comparison(_name("NEC", e), _name("DQN", e), floor=fl))
+        if _has(df, e, "MFEC"):
+            margin = gap_margin(fl, est[_name("MFEC", e)].iqm)
+            comps.append(Comparison(_name("NEC", e), _name("MFEC", e), MATCHES, margin=margin,
+                                    floor=fl))  # fmt: skip
     p = cfg.nec
     return ClaimResult(
         replace(EC_4, metric=EARLY.format(early=cfg.early_fraction)),

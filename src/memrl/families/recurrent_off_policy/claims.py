@@ -16,8 +16,8 @@ import pandas as pd
 from memrl.families.recurrent_off_policy.params import RecurrentOffPolicyParams, parse_method
 from memrl.families.recurrent_off_policy.tables import Runs
 from memrl.stats.aggregate import reference
-from memrl.stats.claims import GAP_10, MATCHES, Budget, Claim, ClaimResult, Comparison, Margin
-from memrl.stats.compare import arm
+from memrl.stats.claims import MATCHES, Budget, Claim, ClaimResult, Comparison
+from memrl.stats.compare import arm, gap_margin
 from memrl.stats.floors import NO_FLOOR_RUNS, floor_arm
 from memrl.stats.floors import name as floor_name
 from memrl.stats.trend import trends
@@ -83,11 +83,6 @@ RO_7 = Claim(
     "success rate of {n} deterministic-policy episodes after training", True,
     regime="final", paper_budget=None,  # "far longer training"; the number was not retrieved
 )  # fmt: skip
-
-
-NO_FLOOR_MARGIN = "convention without a floor run: 10% of the threshold's magnitude"
-# POPGym's rewards are normalised to [-1, 1] per episode: without a floor run, 5% of that range
-POPGYM_MARGIN = Margin("convention: 5% of POPGym's normalised return range [-1, 1]", delta=0.1)
 
 
 # =========================================================================== helpers
@@ -192,7 +187,7 @@ def ro_1(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
         if thr is not None:  # δ: a share of the gap to the floor (without one: of |threshold|)
             est[f"near-optimal · {e}"] = reference(thr)
             series[f"near-optimal · {e}"] = thr
-            margin = GAP_10 if _floor(est, e) else Margin(NO_FLOOR_MARGIN, delta=0.1 * abs(thr))
+            margin = gap_margin(_floor(est, e), thr)
             comps.append(Comparison(_name("RSAC-LSTM", e), f"near-optimal · {e}", MATCHES,
                                     margin=margin, floor=_floor(est, e)))  # fmt: skip
     return _result(
@@ -258,10 +253,8 @@ def ro_4(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
     name = _name(m, e)
     est = _floors(cfg, floors, RO_4, [e]) | _returns(cfg, runs, RO_4, [(m, e)])
     est |= {"rl-zoo: 500": reference(500.0), "maximum return": reference(500.0)}
-    zoo = (Comparison(name, "rl-zoo: 500", MATCHES, margin=GAP_10, floor=_floor(est, e),
-                      ceiling="maximum return")
-           if _floor(est, e) else Comparison(name, "rl-zoo: 500", MATCHES,
-                                             margin=Margin("convention without a floor run: 2% of the maximum return 500", delta=10.0)))  # fmt: skip
+    zoo = Comparison(name, "rl-zoo: 500", MATCHES, margin=gap_margin(_floor(est, e), 500.0),
+                     floor=_floor(est, e), ceiling="maximum return")  # fmt: skip
     impl = (
         "memrl's LSTM-PPO (agents/lstm_ppo.py: sb3-contrib's algorithm, whole env segments "
         "through one fused LSTM call per minibatch; cross-checked against sb3-contrib's "
@@ -292,7 +285,7 @@ def ro_5(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
     return _result(
         cfg, runs, RO_5, est, _name("SACD-FFM", envs[0]),
         [Comparison(_name("SACD-FFM", e), _name("SACD-GRU", e), MATCHES, floor=_floor(est, e),
-                    margin=GAP_10 if _floor(est, e) else POPGYM_MARGIN) for e in envs], envs,
+                    margin=gap_margin(_floor(est, e), est[_name("SACD-GRU", e)].iqm)) for e in envs], envs,
         _series(runs, pairs),
         deviations=[
             "recurrent SAC-discrete instead of the paper's PPO (both off the shelf in our "
