@@ -205,8 +205,8 @@ def test_results_outlive_a_failed_or_interrupted_notebook_stage(tmp_path, monkey
     # every declared plot column exists (DVC refuses a plot whose field is missing): a
     # method the profile did not run is an empty column, a plot without data header-only
     plots = {p.file: p for p in fam.plots}
-    assert (out / "plots" / "CartPole.csv").read_text() == "step,NEC,DQN,MFEC\n1,2.0,3.0,\n"
-    assert set(plots["CartPole.csv"].y) == {"NEC", "DQN", "MFEC"}
+    assert (out / "plots" / "CartPole.csv").read_text() == "step,NEC,DQN,MFEC,floor\n1,2.0,3.0,,\n"
+    assert set(plots["CartPole.csv"].y) == {"NEC", "DQN", "MFEC", "floor"}
     for name, plot in plots.items():
         if name != "CartPole.csv":
             assert (out / "plots" / name).read_text() == ",".join((plot.x, *plot.y)) + "\n"
