@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import importlib
+import importlib.util
 import json
 from dataclasses import dataclass, replace
 from functools import cache
@@ -100,10 +101,8 @@ class Family:
     @property
     def floors(self) -> ModuleType | None:
         """``memrl.families.<name>.floors``: the grid of the family's floor jobs, if any."""
-        try:
-            return self.module("floors")
-        except ModuleNotFoundError:
-            return None
+        name = f"memrl.families.{self.name}.floors"
+        return importlib.import_module(name) if importlib.util.find_spec(name) else None
 
     def grid(self, cfg: Any) -> list[Any]:
         """The profile's jobs, then its floor jobs, each stamped with the fingerprint of the

@@ -25,6 +25,11 @@ def name(floor: str, env: str) -> str:
     return f"{floor} · {env}"
 
 
+def floor_of(estimates: dict, env: str, floor: str = "random") -> str | None:
+    """The name of ``floor`` on ``env`` when a claim's ``estimates`` hold it, else None."""
+    return name(floor, env) if name(floor, env) in estimates else None
+
+
 def floor_arm(
     floors: pd.DataFrame | None, claim_id: str, env: str, value: str | Callable = "score",
     floor: str = "random", reps: int = 2000,

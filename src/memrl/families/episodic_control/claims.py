@@ -19,8 +19,7 @@ from memrl.stats.claims import (
 )
 from memrl.stats.compare import Arm, arm, gap_margin
 from memrl.stats.curves import checkpoint_windows, window_mean
-from memrl.stats.floors import NO_FLOOR_RUNS, floor_arm
-from memrl.stats.floors import name as floor_name
+from memrl.stats.floors import NO_FLOOR_RUNS, floor_arm, floor_of
 from memrl.stats.trend import CHECKPOINTS, trends
 
 FAMILY = "episodic_control"
@@ -103,10 +102,6 @@ def _floors(cfg: EpisodicControlParams, floors, claim: Claim, col: str, envs) ->
                                                       reps=cfg.bootstrap_reps).items()}  # fmt: skip
 
 
-def _floor(est: dict, env: str) -> str | None:
-    return floor_name("random", env) if floor_name("random", env) in est else None
-
-
 def _windows(df: pd.DataFrame) -> np.ndarray:
     """Seeds x checkpoints: the training return of episodes ending in each quarter."""
     return np.array([
@@ -164,7 +159,7 @@ def ec_1(cfg: EpisodicControlParams, df: pd.DataFrame, floors=None) -> ClaimResu
     early |= _by_method(cfg, df, EC_1, "early_return", pairs)
     late = _by_method(cfg, df, EC_1, "late_return", pairs)
     overtaken = [e for e in envs if late[_name("DQN", e)].iqm > late[_name("MFEC", e)].iqm]
-    comps = [Comparison(_name("MFEC", e), _name("DQN", e), floor=_floor(early, e)) for e in envs]
+    comps = [Comparison(_name("MFEC", e), _name("DQN", e), floor=floor_of(early, e)) for e in envs]
     return ClaimResult(
         replace(EC_1, metric=EARLY.format(early=cfg.early_fraction)), early,
         _name("MFEC", envs[0]), comps, budget=_budget(cfg, envs), used=_used(cfg, envs),
@@ -217,7 +212,7 @@ def ec_3(cfg: EpisodicControlParams, df: pd.DataFrame, floors=None) -> ClaimResu
     est = _floors(cfg, floors, EC_3, "late_return", [env]) | _by_radius(
         cfg, df, EC_3, "late_return"
     )
-    fl = _floor(est, env)
+    fl = floor_of(est, env)
     margin = gap_margin(fl, est["MFEC (exact)"].iqm)
     comps = [Comparison(conservative, "MFEC (exact)", MATCHES, margin=margin, floor=fl)]
     series = {labels[r]: _windows(sweep[sweep.merge_radius == r]) for r in radii}
@@ -239,7 +234,7 @@ def ec_4(cfg: EpisodicControlParams, df: pd.DataFrame, floors=None) -> ClaimResu
     est |= _by_method(cfg, df, EC_4, "early_return", pairs)
     comps = []
     for e in envs:
-        fl = _floor(est, e)
+        fl = floor_of(est, e)
         if _has(df, e, "DQN"):
             comps.append(Comparison(_name("NEC", e), _name("DQN", e), floor=fl))
         if _has(df, e, "MFEC"):

@@ -18,8 +18,7 @@ from memrl.families.recurrent_off_policy.tables import Runs
 from memrl.stats.aggregate import reference
 from memrl.stats.claims import MATCHES, Budget, Claim, ClaimResult, Comparison
 from memrl.stats.compare import arm, gap_margin
-from memrl.stats.floors import NO_FLOOR_RUNS, floor_arm
-from memrl.stats.floors import name as floor_name
+from memrl.stats.floors import NO_FLOOR_RUNS, floor_arm, floor_of
 from memrl.stats.trend import trends
 
 FAMILY = "recurrent_off_policy"
@@ -114,11 +113,6 @@ def _floors(cfg: RecurrentOffPolicyParams, floors: pd.DataFrame | None, claim: C
     return out
 
 
-def _floor(est: dict, env: str) -> str | None:
-    """The name of ``env``'s floor when its runs are in ``est``."""
-    return floor_name("random", env) if floor_name("random", env) in est else None
-
-
 def _series(runs: Runs, pairs) -> dict[str, np.ndarray]:
     """Checkpoint evaluations (seeds x checkpoints) of each (method, env) in ``pairs``."""
     main = runs.main
@@ -182,14 +176,14 @@ def ro_1(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
         pairs = [("RSAC-LSTM", e), ("SAC", e)]
         est |= _returns(cfg, runs, RO_1, pairs)
         series |= _series(runs, pairs)
-        comps.append(Comparison(_name("RSAC-LSTM", e), _name("SAC", e), floor=_floor(est, e)))
+        comps.append(Comparison(_name("RSAC-LSTM", e), _name("SAC", e), floor=floor_of(est, e)))
         thr = cfg.near_optimal.get(f"memrl/{e}-v1")
         if thr is not None:  # δ: a share of the gap to the floor (without one: of |threshold|)
             est[f"near-optimal · {e}"] = reference(thr)
             series[f"near-optimal · {e}"] = thr
-            margin = gap_margin(_floor(est, e), thr)
+            margin = gap_margin(floor_of(est, e), thr)
             comps.append(Comparison(_name("RSAC-LSTM", e), f"near-optimal · {e}", MATCHES,
-                                    margin=margin, floor=_floor(est, e)))  # fmt: skip
+                                    margin=margin, floor=floor_of(est, e)))  # fmt: skip
     return _result(
         cfg, runs, RO_1, est, _name("RSAC-LSTM", envs[0]), comps, envs, series,
         deviations=[
@@ -210,7 +204,7 @@ def ro_2(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
     est = _floors(cfg, floors, RO_2, envs) | _returns(cfg, runs, RO_2, pairs)
     return _result(
         cfg, runs, RO_2, est, _name("RSAC-LSTM", envs[0]),
-        [Comparison(_name("RSAC-LSTM", e), _name("RTD3-LSTM", e), floor=_floor(est, e))
+        [Comparison(_name("RSAC-LSTM", e), _name("RTD3-LSTM", e), floor=floor_of(est, e))
          for e in envs], envs,
         _series(runs, pairs),
         deviations=[
@@ -231,7 +225,7 @@ def ro_3(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
     est = _floors(cfg, floors, RO_3, envs) | _returns(cfg, runs, RO_3, pairs)
     return _result(
         cfg, runs, RO_3, est, _name("RSAC-LSTM", envs[0]),
-        [Comparison(_name("RSAC-LSTM", e), _name("RSAC-LSTM-shared", e), floor=_floor(est, e))
+        [Comparison(_name("RSAC-LSTM", e), _name("RSAC-LSTM-shared", e), floor=floor_of(est, e))
          for e in envs], envs,
         _series(runs, pairs),
         deviations=[
@@ -253,8 +247,8 @@ def ro_4(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
     name = _name(m, e)
     est = _floors(cfg, floors, RO_4, [e]) | _returns(cfg, runs, RO_4, [(m, e)])
     est |= {"rl-zoo: 500": reference(500.0), "maximum return": reference(500.0)}
-    zoo = Comparison(name, "rl-zoo: 500", MATCHES, margin=gap_margin(_floor(est, e), 500.0),
-                     floor=_floor(est, e), ceiling="maximum return")  # fmt: skip
+    zoo = Comparison(name, "rl-zoo: 500", MATCHES, margin=gap_margin(floor_of(est, e), 500.0),
+                     floor=floor_of(est, e), ceiling="maximum return")  # fmt: skip
     impl = (
         "memrl's LSTM-PPO (agents/lstm_ppo.py: sb3-contrib's algorithm, whole env segments "
         "through one fused LSTM call per minibatch; cross-checked against sb3-contrib's "
@@ -284,8 +278,8 @@ def ro_5(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
     est = _floors(cfg, floors, RO_5, envs) | _returns(cfg, runs, RO_5, pairs)
     return _result(
         cfg, runs, RO_5, est, _name("SACD-FFM", envs[0]),
-        [Comparison(_name("SACD-FFM", e), _name("SACD-GRU", e), MATCHES, floor=_floor(est, e),
-                    margin=gap_margin(_floor(est, e), est[_name("SACD-GRU", e)].iqm)) for e in envs], envs,
+        [Comparison(_name("SACD-FFM", e), _name("SACD-GRU", e), MATCHES, floor=floor_of(est, e),
+                    margin=gap_margin(floor_of(est, e), est[_name("SACD-GRU", e)].iqm)) for e in envs], envs,
         _series(runs, pairs),
         deviations=[
             "recurrent SAC-discrete instead of the paper's PPO (both off the shelf in our "
@@ -341,7 +335,7 @@ def ro_7(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
     } | {"chance": 0.5}
     comps = []
     for L in cfg.tmaze.lengths:
-        fl = _floor(est, f"T-Maze L={L}")
+        fl = floor_of(est, f"T-Maze L={L}")
         for w in window:
             if L <= K:
                 comps.append(Comparison(f"{w} · L={L}", "chance", floor=fl))
