@@ -40,7 +40,7 @@ lock:
 	@touch $(STAMP)
 
 data: install
-	$(BIN)/python -m memrl.data ensure
+	$(BIN)/python -m memrl data ensure
 
 # an unknown PROFILE fails here, in a fraction of a second, before anything is installed or
 # written; the pipeline then validates the profile's parameters (and models) before DVC starts
@@ -50,7 +50,7 @@ profile:
 # each profile has its own pipeline and results tree (results/$(PROFILE)/): params.yaml is
 # never rewritten and a smoke run never touches the default results
 repro: profile data
-	exec $(BIN)/python -m memrl.pipeline repro --profile $(PROFILE)
+	exec $(BIN)/python -m memrl repro --profile $(PROFILE)
 
 lint: install
 	$(BIN)/ruff check src tests benchmarks notebooks/*.py
@@ -73,13 +73,13 @@ site: profile install
 ifeq ($(PROFILE),default)
 	$(BIN)/dvc pull -q $(SITE_STAGES) || echo "dvc pull: some results are not published; the site shows what is here"
 endif
-	$(BIN)/python -m memrl.site results/$(PROFILE)
+	$(BIN)/python -m memrl site results/$(PROFILE)
 
 # dvc plots without a network: DVC's page loads Vega from a CDN (blank offline); this draws
 # the same specs to SVG in-process (vl-convert). REVS="HEAD~3 main" overlays revisions
 REVS ?=
 plots: profile install
-	$(BIN)/python -m memrl.dvc_plots --profile $(PROFILE) $(REVS)
+	$(BIN)/python -m memrl plots --profile $(PROFILE) $(REVS)
 
 nbval: data
 	MEMRL_PROGRESS=0 $(BIN)/python -m pytest -q -p no:cacheprovider --nbval-lax --nbval-current-env \
@@ -94,7 +94,7 @@ lab: install
 # Regenerate notebooks/*.ipynb from their jupytext .py twins, executed on the smoke
 # profile, keeping only the outputs nbval checks.
 notebooks: install
-	MEMRL_PROGRESS=0 $(BIN)/python -m memrl.nbtools notebooks/*.py
+	MEMRL_PROGRESS=0 $(BIN)/python -m memrl notebooks notebooks/*.py
 
 bench: install
 	$(BIN)/python -m pip install -q $(CONSTRAINTS) -e '.[bench]'

@@ -95,8 +95,10 @@ def main() -> None:
     cfg = load_family("llm_memory_rl", "default")
     loaded = load_model(args.model)
     batch = decisions(cfg, args.decisions)
-    print(f"{len(batch)} decisions, {np.mean([len(c) for *_, c in batch]):.1f} candidates each, "
-          f"model {args.model}, {args.threads} thread(s)")  # fmt: skip
+    print(
+        f"{len(batch)} decisions, {np.mean([len(c) for *_, c in batch]):.1f} candidates each, "
+        f"model {args.model}, {args.threads} thread(s)"
+    )
 
     t = time.perf_counter()
     for ctx, prompt, cands in batch:
@@ -118,9 +120,11 @@ def main() -> None:
     t_cached = time.perf_counter() - t
     n = len(batch)
     print(f"{'naive (one full pass per candidate)':35s}: {n / t_naive:6.2f} decisions/s  (1.00x)")
-    for label, t in [("two passes, prompt KV shared", t_two),
-                     ("one pass, tree attention mask", t_batched),
-                     ("one pass + prefix/exemplar caches", t_cached)]:  # fmt: skip
+    for label, t in [
+        ("two passes, prompt KV shared", t_two),
+        ("one pass, tree attention mask", t_batched),
+        ("one pass + prefix/exemplar caches", t_cached),
+    ]:
         print(f"{label:35s}: {n / t:6.2f} decisions/s  ({t_naive / t:.2f}x)")
 
     # retrieval over a large memory: records from 500 distinct instructions x 20 pages
@@ -139,8 +143,10 @@ def main() -> None:
     for q in queries:
         mem.retrieve(q, "item", 2, emb.embed)
     ms = 1000 * (time.perf_counter() - t) / len(queries)
-    print(f"retrieval over {len(mem):,} records ({len({r.instruction for r in mem.records.values()})} "
-          f"instructions): {ms:.1f} ms per query (embedding the query included)")  # fmt: skip
+    print(
+        f"retrieval over {len(mem):,} records ({len({r.instruction for r in mem.records.values()})} "
+        f"instructions): {ms:.1f} ms per query (embedding the query included)"
+    )
 
 
 if __name__ == "__main__":

@@ -26,8 +26,16 @@ def run(method: str, seed: int, steps: int) -> tuple[str, int, float, float]:
     set_torch_threads(1)
     cfg = load_family("recurrent_off_policy", "default")
     t = time.perf_counter()
-    row = jobs.run_job("memrl/CartPole-P-v1", method, seed, steps,
-                       cfg.rppo.model_dump(mode="json"), cfg.eval_episodes, 4)  # fmt: skip
+    job = getattr(jobs, jobs.JOB[jobs.parse_method(method)[0]])
+    row = job(
+        "memrl/CartPole-P-v1",
+        method,
+        seed,
+        steps,
+        cfg.rppo.model_dump(mode="json"),
+        cfg.eval_episodes,
+        4,
+    )
     return method, seed, row["eval_return"], time.perf_counter() - t
 
 
@@ -48,8 +56,10 @@ def main() -> None:
     speed = {m: a.steps * len(v) / sum(sec for _, sec in v) for m, v in rows.items()}
     print(f"CartPole-P, {a.steps:,} env steps x {a.seeds} seeds, 1 thread per job")
     for m, label in (("RPPO", "sb3-contrib RecurrentPPO"), ("PPO-LSTM", "memrl LSTM-PPO")):
-        print(f"  {label:<26} {speed[m]:7.0f} env-steps/s ({speed[m] / speed['RPPO']:.2f}x)"
-              f"   return IQM {est[m]}")  # fmt: skip
+        print(
+            f"  {label:<26} {speed[m]:7.0f} env-steps/s ({speed[m] / speed['RPPO']:.2f}x)"
+            f"   return IQM {est[m]}"
+        )
     r, o = est["RPPO"], est["PPO-LSTM"]
     agree = r.ci_low <= o.iqm <= r.ci_high and o.ci_low <= r.iqm <= o.ci_high
     print(f"  scores agree (each IQM inside the other's 95% CI): {'yes' if agree else 'NO'}")

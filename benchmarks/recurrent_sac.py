@@ -48,11 +48,22 @@ def main() -> None:
     print(f"  SB3 SAC (MLP 256x256, batch 256, Pendulum)   {base:7.1f} steps/s   1.00x")
     for core in a.cores.split(","):
         p = SimpleNamespace(
-            core=core, hidden_size=a.hidden, shared_encoder=False, head=[a.hidden, a.hidden],
-            learning_rate=1e-3, gamma=0.9, tau=0.005, buffer_size=100_000, seq_len=a.seq_len,
-            batch_size=a.batch, learning_starts=a.learning_starts, train_freq=1, gradient_steps=1,
-            ffm_memory=a.ffm_memory, ffm_context=a.ffm_context,
-        )  # fmt: skip
+            core=core,
+            hidden_size=a.hidden,
+            shared_encoder=False,
+            head=[a.hidden, a.hidden],
+            learning_rate=1e-3,
+            gamma=0.9,
+            tau=0.005,
+            buffer_size=100_000,
+            seq_len=a.seq_len,
+            batch_size=a.batch,
+            learning_starts=a.learning_starts,
+            train_freq=1,
+            gradient_steps=1,
+            ffm_memory=a.ffm_memory,
+            ffm_context=a.ffm_context,
+        )
         t = time.perf_counter()
         train(make_masked("Pendulum-v1", "V"), p, a.steps, seed=0)
         rate = a.steps / (time.perf_counter() - t)

@@ -2,7 +2,7 @@
 5 seeds in one process could buy each update (issue 15's levers), measured in this run.
 
 Part 1, agents (1 thread, 1 seed per process, the default profile's hyperparameters):
-each agent runs through the family's own job function (``run_job``). Off-policy agents
+each agent runs through the family's own job functions (``jobs.JOB``). Off-policy agents
 are compared with SB3's MLP SAC, on-policy ones with SB3's MLP PPO. For agents that keep
 one seed per process, 5 seeds in a process run one after another, so the rate at 5 seeds
 is the rate at 1; part 2 measures what batching them would change.
@@ -58,29 +58,65 @@ def agents(steps: int, ppo_steps: int) -> None:
     def job(env_id: str, method: str, n: int) -> Callable[[], object]:
         algo = jobs.parse_method(method)[0]
         hp = cfg.rppo if algo in ("RPPO", "PPO") else cfg.agent_params(method)
-        return lambda: jobs.run_job(env_id, method, 0, n, hp.model_dump(mode="json"), 1, 4)
+        run = getattr(jobs, jobs.JOB[algo])
+        return lambda: run(env_id, method, 0, n, hp.model_dump(mode="json"), 1, 4)
 
     s, r = cfg.sac, cfg.rppo
-    sac = rate(lambda: SAC("MlpPolicy", gym.make("Pendulum-v1"), learning_rate=s.learning_rate,
-                           batch_size=s.batch_size, learning_starts=s.learning_starts,
-                           gamma=s.gamma, policy_kwargs={"net_arch": s.net_arch}, seed=0,
-                           device="cpu").learn(steps), steps)  # fmt: skip
-    ppo = rate(lambda: PPO("MlpPolicy", make_vec_env("CartPole-v1", r.n_envs, seed=0),
-                           n_steps=r.n_steps, batch_size=r.batch_size, n_epochs=r.n_epochs,
-                           learning_rate=r.learning_rate, gamma=r.gamma, gae_lambda=r.gae_lambda,
-                           seed=0, device="cpu").learn(ppo_steps), ppo_steps)  # fmt: skip
+    sac = rate(
+        lambda: SAC(
+            "MlpPolicy",
+            gym.make("Pendulum-v1"),
+            learning_rate=s.learning_rate,
+            batch_size=s.batch_size,
+            learning_starts=s.learning_starts,
+            gamma=s.gamma,
+            policy_kwargs={"net_arch": s.net_arch},
+            seed=0,
+            device="cpu",
+        ).learn(steps),
+        steps,
+    )
+    ppo = rate(
+        lambda: PPO(
+            "MlpPolicy",
+            make_vec_env("CartPole-v1", r.n_envs, seed=0),
+            n_steps=r.n_steps,
+            batch_size=r.batch_size,
+            n_epochs=r.n_epochs,
+            learning_rate=r.learning_rate,
+            gamma=r.gamma,
+            gae_lambda=r.gae_lambda,
+            seed=0,
+            device="cpu",
+        ).learn(ppo_steps),
+        ppo_steps,
+    )
     rows = [("SB3 SAC (MLP 64x64, full-state Pendulum)", sac, sac)]
-    for env_id, method in (("memrl/Pendulum-V-v1", "RSAC-LSTM"),
-                           ("memrl/Pendulum-V-v1", "RTD3-LSTM"),
-                           ("popgym/PositionOnlyCartPoleEasy-v0", "SACD-GRU"),
-                           ("popgym/PositionOnlyCartPoleEasy-v0", "SACD-FFM")):  # fmt: skip
-        rows.append((f"{method} ({env_id.split('/')[1]})", rate(job(env_id, method, steps), steps), sac))  # fmt: skip
+    for env_id, method in (
+        ("memrl/Pendulum-V-v1", "RSAC-LSTM"),
+        ("memrl/Pendulum-V-v1", "RTD3-LSTM"),
+        ("popgym/PositionOnlyCartPoleEasy-v0", "SACD-GRU"),
+        ("popgym/PositionOnlyCartPoleEasy-v0", "SACD-FFM"),
+    ):
+        rows.append(
+            (f"{method} ({env_id.split('/')[1]})", rate(job(env_id, method, steps), steps), sac)
+        )
     rows.append(("SB3 PPO (MLP, full-state CartPole, zoo settings)", ppo, ppo))
     for method in ("PPO-LSTM", "RPPO"):
-        rows.append((f"{method} (CartPole-P)", rate(job("memrl/CartPole-P-v1", method, ppo_steps), ppo_steps), ppo))  # fmt: skip
-    print(f"Part 1: env-steps/s, 1 thread, off-policy {steps:,} steps (updates after "
-          f"{s.learning_starts}), on-policy {ppo_steps:,} steps")  # fmt: skip
-    print(f"  {'agent (one seed per process; 5 seeds in one run in turn)':<58} {'steps/s':>8}  vs SB3 MLP")  # fmt: skip
+        rows.append(
+            (
+                f"{method} (CartPole-P)",
+                rate(job("memrl/CartPole-P-v1", method, ppo_steps), ppo_steps),
+                ppo,
+            )
+        )
+    print(
+        f"Part 1: env-steps/s, 1 thread, off-policy {steps:,} steps (updates after "
+        f"{s.learning_starts}), on-policy {ppo_steps:,} steps"
+    )
+    print(
+        f"  {'agent (one seed per process; 5 seeds in one run in turn)':<58} {'steps/s':>8}  vs SB3 MLP"
+    )
     for label, v, base in rows:
         print(f"  {label:<58} {v:8.1f}  {v / base:5.2f}x")
 
@@ -97,9 +133,18 @@ def levers(n: int) -> None:
 
     def rsac(batch: int, compile_encoders: bool = False) -> Callable[[], object]:
         th.manual_seed(0)
-        p = SimpleNamespace(core="lstm", hidden_size=64, shared_encoder=False, head=[64, 64],
-                            learning_rate=1e-3, gamma=0.9, tau=0.005, seq_len=32,
-                            ffm_memory=8, ffm_context=4)  # fmt: skip
+        p = SimpleNamespace(
+            core="lstm",
+            hidden_size=64,
+            shared_encoder=False,
+            head=[64, 64],
+            learning_rate=1e-3,
+            gamma=0.9,
+            tau=0.005,
+            seq_len=32,
+            ffm_memory=8,
+            ffm_context=4,
+        )
         agent = RecurrentSAC(2, 1, p)
         if compile_encoders:
             for m in (agent.critic_encoder, agent.actor_encoder, agent.critic_target[0]):
@@ -107,9 +152,12 @@ def levers(n: int) -> None:
         buf = SequenceReplayBuffer(10_000, 32, seed=0)
         rng = np.random.default_rng(0)
         for _ in range(10):
-            buf.add_episode(rng.normal(size=(201, 2)).astype(np.float32),
-                            rng.uniform(-1, 1, (200, 1)).astype(np.float32),
-                            rng.normal(size=200), False)  # fmt: skip
+            buf.add_episode(
+                rng.normal(size=(201, 2)).astype(np.float32),
+                rng.uniform(-1, 1, (200, 1)).astype(np.float32),
+                rng.normal(size=200),
+                False,
+            )
         return lambda: agent.update(buf.sample(batch))
 
     def grouped_lstm(seeds: int, batch: int = 16, steps: int = 33, h: int = 64):
@@ -157,20 +205,39 @@ def levers(n: int) -> None:
         return step
 
     one = timed(rsac(16), n)
-    print(f"\nPart 2: ms per update, 1 thread ({SEEDS} seeds per process pays when its "
-          f"update costs well under {SEEDS}x one seed's)")  # fmt: skip
+    print(
+        f"\nPart 2: ms per update, 1 thread ({SEEDS} seeds per process pays when its "
+        f"update costs well under {SEEDS}x one seed's)"
+    )
     print(f"  {'':<62} {'ms':>7} {'per seed':>9}  vs 1 seed")
 
     def show(label: str, ms: float, seeds: int, base: float) -> None:
         print(f"  {label:<62} {ms:7.2f} {ms / seeds:9.2f}  {base / (ms / seeds):5.2f}x")
 
     show("recurrent SAC update, 1 seed (16x32 windows, LSTM-64)", one, 1, one)
-    show(f"  {SEEDS} seeds through one set of modules (upper bound)", timed(rsac(16 * SEEDS), n // 2), SEEDS, one)  # fmt: skip
-    show("  torch.compile of the three encoders, 1 seed", timed(rsac(16, True), n, warmup=10), 1, one)  # fmt: skip
+    show(
+        f"  {SEEDS} seeds through one set of modules (upper bound)",
+        timed(rsac(16 * SEEDS), n // 2),
+        SEEDS,
+        one,
+    )
+    show(
+        "  torch.compile of the three encoders, 1 seed", timed(rsac(16, True), n, warmup=10), 1, one
+    )
     lstm1 = timed(fused_lstm(16), n)
     show("LSTM-64 forward+backward, 1 seed (fused nn.LSTM, oneDNN)", lstm1, 1, lstm1)
-    show(f"  {SEEDS} seeds, one set of weights (fused, batch 80)", timed(fused_lstm(16 * SEEDS), n), SEEDS, lstm1)  # fmt: skip
-    show(f"  {SEEDS} seeds, own weights grouped with bmm", timed(grouped_lstm(SEEDS), n // 2), SEEDS, lstm1)  # fmt: skip
+    show(
+        f"  {SEEDS} seeds, one set of weights (fused, batch 80)",
+        timed(fused_lstm(16 * SEEDS), n),
+        SEEDS,
+        lstm1,
+    )
+    show(
+        f"  {SEEDS} seeds, own weights grouped with bmm",
+        timed(grouped_lstm(SEEDS), n // 2),
+        SEEDS,
+        lstm1,
+    )
     with warnings.catch_warnings():  # oneDNN's flags warn about TF32 on Intel GPUs
         warnings.simplefilter("ignore")
         with th.backends.mkldnn.flags(enabled=False):

@@ -59,14 +59,14 @@ import matplotlib.pyplot as plt
 
 from memrl import plots
 from memrl.config import load_family
+from memrl.envs.registry import short_env
 from memrl.families.episodic_control import claims as ec_claims
 from memrl.families.episodic_control import tables
-from memrl.families.episodic_control.params import short_env
-from memrl.pipeline import load_results
 from memrl.results import budget_table, claims_table, save_claims, save_figure, save_table
 from memrl.results import output_dir as resolve_output
-from memrl.stats.curves import iqm_curves
+from memrl.runs import load_results
 from memrl.stats.floors import env_floor, split, with_floor
+from memrl.stats.points import iqm_curves
 
 cfg = load_family("episodic_control", profile, overrides=overrides)  # every value checked first
 out = resolve_output(output_dir)

@@ -50,7 +50,6 @@ from memrl import plots
 from memrl.config import load_family
 from memrl.families.experience_replay import claims as er_claims
 from memrl.families.experience_replay import tables
-from memrl.pipeline import load_results
 from memrl.results import (
     budget_table,
     claims_table,
@@ -61,6 +60,7 @@ from memrl.results import (
 from memrl.results import (
     output_dir as resolve_output,
 )
+from memrl.runs import load_results
 from memrl.stats.floors import env_floor, split, with_floor
 
 cfg = load_family("experience_replay", profile, overrides=overrides)  # every value checked first
@@ -194,9 +194,11 @@ fig = plots.forest(rows)
 save_figure(fig, out / "figures" / "claims.png")
 for name, df in results.items():
     save_table(df, out / "tables" / f"{name}.csv")
-plot_floors = {"q_replay.csv": env_floor(floors, "chain", floor="no learning"),
-               "per_dqn.csv": env_floor(floors, cfg.per_dqn.env_id),
-               "rae.csv": env_floor(floors, cfg.rae.env_id)}  # fmt: skip
+plot_floors = {
+    "q_replay.csv": env_floor(floors, "chain", floor="no learning"),
+    "per_dqn.csv": env_floor(floors, cfg.per_dqn.env_id),
+    "rae.csv": env_floor(floors, cfg.rae.env_id),
+}
 for name, df in tables.plot_data(cfg, sweeps).items():
     save_table(with_floor(df, plot_floors.get(name)), out / "plots" / name)
 save_claims(out, rows)

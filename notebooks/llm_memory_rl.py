@@ -76,9 +76,9 @@ from memrl.envs.dialogue import load_dialogues
 from memrl.envs.shop import load_shop
 from memrl.families.llm_memory_rl import claims as llm_claims
 from memrl.families.llm_memory_rl import tables
-from memrl.pipeline import load_results
 from memrl.results import budget_table, claims_table, save_claims, save_figure, save_table
 from memrl.results import output_dir as resolve_output
+from memrl.runs import load_results
 from memrl.runtime import repo_root
 from memrl.stats.floors import env_floor, split
 from memrl.stats.points import iqm_points
@@ -88,12 +88,18 @@ out = resolve_output(output_dir)
 products, splits = load_shop(repo_root() / cfg.shop_data.path)
 dialogues = load_dialogues(repo_root() / cfg.dialogue_data.path)
 print(f"profile={profile}  model={cfg.llm.model}  runs={cfg.seeds}")
-print(f"catalogue: {len(products)} products; tasks: "
-      + ", ".join(f"{k} {len(v)}" for k, v in splits.items()))  # fmt: skip
+print(
+    f"catalogue: {len(products)} products; tasks: "
+    + ", ".join(f"{k} {len(v)}" for k, v in splits.items())
+)
 print("an instruction:", splits["test"][0].instruction)
-print("dialogues: " + ", ".join(
-    f"{k} {len(v)} conversations / {sum(len(c.questions) for c in v)} questions"
-    for k, v in dialogues.items()))  # fmt: skip
+print(
+    "dialogues: "
+    + ", ".join(
+        f"{k} {len(v)} conversations / {sum(len(c.questions) for c in v)} questions"
+        for k, v in dialogues.items()
+    )
+)
 
 # %% [markdown]
 # ## Every run
@@ -110,8 +116,19 @@ print("dialogues: " + ", ".join(
 # %%
 records, floors = split(load_results("llm_memory_rl", profile, runs_dir, overrides))
 runs, fly, mr1 = tables.load(cfg, records)
-runs[["condition", "run", "init_memory", "train_set", "test_success", "test_score",
-      "memory_records", "decisions", "seconds"]]  # fmt: skip
+runs[
+    [
+        "condition",
+        "run",
+        "init_memory",
+        "train_set",
+        "test_success",
+        "test_score",
+        "memory_records",
+        "decisions",
+        "seconds",
+    ]
+]
 
 # %% [markdown]
 # ## Success over training epochs
@@ -124,8 +141,14 @@ runs[["condition", "run", "init_memory", "train_set", "test_success", "test_scor
 curves = tables.training_curves(runs)
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
 for ax, metric in zip(axes, ["success", "score"], strict=True):
-    plots.ci_curves(ax, iqm_points(curves, "condition", "epoch", metric), "training epoch",
-                    f"training {metric}", x="epoch", by="condition")  # fmt: skip
+    plots.ci_curves(
+        ax,
+        iqm_points(curves, "condition", "epoch", metric),
+        "training epoch",
+        f"training {metric}",
+        x="epoch",
+        by="condition",
+    )
     ax.set_xticks(sorted(set(curves.epoch)))
 fig.tight_layout()
 save_figure(fig, out / "figures" / "training_epochs.png")
@@ -172,8 +195,14 @@ save_figure(fig, out / "figures" / "test_performance.png")
 iters = pd.concat([tables.iteration_curves(fly), tables.floor_iterations(floors)])
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
 for ax, metric in zip(axes, ["score", "best_score"], strict=True):
-    plots.ci_curves(ax, iqm_points(iters, "condition", "iteration", metric), "iteration",
-                    metric.replace("_", " "), x="iteration", by="condition")  # fmt: skip
+    plots.ci_curves(
+        ax,
+        iqm_points(iters, "condition", "iteration", metric),
+        "iteration",
+        metric.replace("_", " "),
+        x="iteration",
+        by="condition",
+    )
     ax.set_xticks(sorted(set(iters.iteration)))
 fig.tight_layout()
 save_figure(fig, out / "figures" / "agentfly_iterations.png")
@@ -186,8 +215,12 @@ save_figure(fig, out / "figures" / "agentfly_iterations.png")
 # training probes in each epoch (each line a seed).
 
 # %%
-cats = pd.DataFrame({tables.MR1_LABELS[c]: pd.DataFrame(list(g.f1_by_category)).mean()
-                     for c, g in mr1.groupby("condition", sort=False)})  # fmt: skip
+cats = pd.DataFrame(
+    {
+        tables.MR1_LABELS[c]: pd.DataFrame(list(g.f1_by_category)).mean()
+        for c, g in mr1.groupby("condition", sort=False)
+    }
+)
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
 cats.plot.bar(ax=axes[0], rot=0)
 axes[0].set(ylabel="F1 (test questions)", ylim=(0, 1))

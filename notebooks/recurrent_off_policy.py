@@ -60,22 +60,24 @@ import matplotlib.pyplot as plt
 
 from memrl import plots
 from memrl.config import load_family
+from memrl.envs.registry import short_env
 from memrl.families.recurrent_off_policy import claims as ro_claims
 from memrl.families.recurrent_off_policy import tables
-from memrl.families.recurrent_off_policy.params import short_env
-from memrl.pipeline import load_results
 from memrl.results import budget_table, claims_table, save_claims, save_figure, save_table
 from memrl.results import output_dir as resolve_output
-from memrl.stats.curves import iqm_curves
+from memrl.runs import load_results
 from memrl.stats.floors import env_floor, split, with_floor
+from memrl.stats.points import iqm_curves
 
 cfg = load_family("recurrent_off_policy", profile, overrides=overrides)  # every value checked first
 out = resolve_output(output_dir)
 print(f"profile={profile}  seeds={cfg.seeds}")
 for e in cfg.envs:
     print(f"  {e.env_id:<36} {e.total_timesteps:>8,} steps  {', '.join(e.methods)}")
-print(f"  T-Maze lengths {cfg.tmaze.lengths}, {cfg.tmaze.episodes} episodes each: "
-      f"{', '.join(cfg.tmaze.methods)} (window K = {cfg.sacd.context})")  # fmt: skip
+print(
+    f"  T-Maze lengths {cfg.tmaze.lengths}, {cfg.tmaze.episodes} episodes each: "
+    f"{', '.join(cfg.tmaze.methods)} (window K = {cfg.sacd.context})"
+)
 
 # %% [markdown]
 # ## Every run
@@ -137,8 +139,14 @@ save_figure(fig, out / "figures" / "learning_curves.png")
 success = tables.tmaze_success(runs, cfg.bootstrap_reps)
 fig, ax = plt.subplots(figsize=(5.5, 3.6))
 for method, g in success.groupby("method"):
-    ax.errorbar(g.length, g.iqm, yerr=[g.iqm - g.ci_low, g.ci_high - g.iqm], marker="o",
-                capsize=3, label=method)  # fmt: skip
+    ax.errorbar(
+        g.length,
+        g.iqm,
+        yerr=[g.iqm - g.ci_low, g.ci_high - g.iqm],
+        marker="o",
+        capsize=3,
+        label=method,
+    )
 ax.axhline(0.5, color="gray", ls=":", label="chance")
 ax.axvline(cfg.sacd.context + 0.5, color="black", ls="--", lw=1, label=f"K = {cfg.sacd.context}")
 ax.set(xscale="log", xlabel="corridor length L (= ξ)", ylabel="success rate", ylim=(-0.05, 1.05))

@@ -6,9 +6,10 @@ import pandas as pd
 import pytest
 
 from memrl.config import load_family
+from memrl.envs.registry import short_env
 from memrl.families.episodic_control import claims as ec
 from memrl.families.episodic_control import tables as ec_tables
-from memrl.families.episodic_control.params import method_label, short_env
+from memrl.families.episodic_control.params import method_label
 from memrl.families.experience_replay import claims as er
 from memrl.families.experience_replay import tables as er_tables
 from memrl.families.experience_replay.params import RAE_CONDITIONS, q_label, q_replay_configs
@@ -37,8 +38,11 @@ def ec_runs(cfg, good: bool) -> pd.DataFrame:
     for e in cfg.envs:
         env = short_env(e.env_id)
         for m in e.methods:
-            radii = [0.0] + (list(cfg.aggregation.merge_radii)
-                             if m == "MFEC" and e.env_id == cfg.aggregation.env_id else [])  # fmt: skip
+            radii = [0.0] + (
+                list(cfg.aggregation.merge_radii)
+                if m == "MFEC" and e.env_id == cfg.aggregation.env_id
+                else []
+            )
             for r in radii:
                 for s in range(cfg.seeds):
                     early = {"MFEC": 10.0, "NEC": 12.0, "DQN": 2.0}[m] * (1 if good else -1)
@@ -46,13 +50,22 @@ def ec_runs(cfg, good: bool) -> pd.DataFrame:
                     late = 5.0 if good or r == 0 else 1.0
                     early, late = early + rng.normal(0, 0.1), late + rng.normal(0, 0.1)
                     t = e.total_timesteps
-                    rows.append({"env": env, "method": method_label(m, r), "merge_radius": r,
-                                 "seed": s, "early_return": early, "late_return": late,
-                                 "memory_size": memory + rng.normal(0, 1),
-                                 "memory_sizes": [memory * f for f in (0.25, 0.5, 0.75, 1)],
-                                 "scanned_per_step": memory, "total_timesteps": t,
-                                 "episode_returns": [early] * 2 + [late] * 6,
-                                 "episode_lengths": [t // 8] * 8})  # fmt: skip
+                    rows.append(
+                        {
+                            "env": env,
+                            "method": method_label(m, r),
+                            "merge_radius": r,
+                            "seed": s,
+                            "early_return": early,
+                            "late_return": late,
+                            "memory_size": memory + rng.normal(0, 1),
+                            "memory_sizes": [memory * f for f in (0.25, 0.5, 0.75, 1)],
+                            "scanned_per_step": memory,
+                            "total_timesteps": t,
+                            "episode_returns": [early] * 2 + [late] * 6,
+                            "episode_lengths": [t // 8] * 8,
+                        }
+                    )
     return ec_tables.load(rows, [short_env(e.env_id) for e in cfg.envs])
 
 
@@ -65,20 +78,31 @@ def test_episodic_control_claims_follow_the_runs():
 
 
 def test_episodic_control_refuses_runs_without_early_episodes():
-    rows = [{"env": "Breakout", "method": "DQN", "merge_radius": 0.0, "seed": 0,
-             "early_return": float("nan"), "late_return": 1.0}]  # fmt: skip
+    rows = [
+        {
+            "env": "Breakout",
+            "method": "DQN",
+            "merge_radius": 0.0,
+            "seed": 0,
+            "early_return": float("nan"),
+            "late_return": 1.0,
+        }
+    ]
     with pytest.raises(RuntimeError, match="raise total_timesteps"):
         ec_tables.load(rows, ["Breakout"])
 
 
 def test_episodic_control_plot_tables_carry_ci_bands():
-    from memrl.stats.curves import CI_COLUMNS
+    from memrl.stats.points import CI_COLUMNS
 
     curve = pd.DataFrame(
-        [{"env": env, "method": m, "step": s, "iqm": 1.0, "ci_low": 0.0, "ci_high": 2.0}
-         for env in ("Breakout", "CartPole") for m in ("NEC", "MFEC", "DQN", "MFEC r=1")
-         for s in (10, 20)]
-    )  # fmt: skip
+        [
+            {"env": env, "method": m, "step": s, "iqm": 1.0, "ci_low": 0.0, "ci_high": 2.0}
+            for env in ("Breakout", "CartPole")
+            for m in ("NEC", "MFEC", "DQN", "MFEC r=1")
+            for s in (10, 20)
+        ]
+    )
     made = ec_tables.plot_data(curve)
     assert set(made) == {"Breakout.csv", "CartPole.csv"}
     plots = {p.file: p for p in ec_tables.PLOTS}
@@ -95,35 +119,77 @@ def er_runs(cfg, good: bool) -> dict[str, pd.DataFrame]:
     for k, f in q_replay_configs(cfg.q_replay):
         for s in range(cfg.seeds):
             err = 0.5 - sign * 0.02 * k / f + rng.normal(0, 1e-3)
-            rows.append({"kind": "q_replay", "seed": s, "replay_count": k, "replay_every": f,
-                         "config": q_label(k, f), "steps": [1, 2], "error": [1.0, err],
-                         "final_error": err})  # fmt: skip
+            rows.append(
+                {
+                    "kind": "q_replay",
+                    "seed": s,
+                    "replay_count": k,
+                    "replay_every": f,
+                    "config": q_label(k, f),
+                    "steps": [1, 2],
+                    "error": [1.0, err],
+                    "final_error": err,
+                }
+            )
     for n in cfg.cliffwalk.n_states:
         for i, m in enumerate(("oracle", "prioritized", "uniform")):
             for s in range(cfg.seeds):
                 cost = 2.0 ** (n * (i + 1) / 3) if good else 2.0 ** (n * (3 - i) / 3)
-                rows.append({"kind": "cliffwalk", "seed": s, "n_states": n, "method": m,
-                             "memory_size": 2 * (2**n - 1), "updates": cost * (1 + 0.01 * s),
-                             "censored": False})  # fmt: skip
+                rows.append(
+                    {
+                        "kind": "cliffwalk",
+                        "seed": s,
+                        "n_states": n,
+                        "method": m,
+                        "memory_size": 2 * (2**n - 1),
+                        "updates": cost * (1 + 0.01 * s),
+                        "censored": False,
+                    }
+                )
     for m in ("DQN", "DQN+PER"):
         for s in range(cfg.seeds):
             v = (30.0 if (m == "DQN+PER") == good else 10.0) + rng.normal(0, 0.1)
-            rows.append({"kind": "per_dqn", "seed": s, "method": m, "mean_train_return": v,
-                         "final_return": v, "grid": [1, 2], "curve": [v, v],
-                         **episodes(v, cfg.per_dqn.total_timesteps)})  # fmt: skip
+            rows.append(
+                {
+                    "kind": "per_dqn",
+                    "seed": s,
+                    "method": m,
+                    "mean_train_return": v,
+                    "final_return": v,
+                    "grid": [1, 2],
+                    "curve": [v, v],
+                    **episodes(v, cfg.per_dqn.total_timesteps),
+                }
+            )
     for n in cfg.her.n_bits:
         for m in ("DQN", "DQN+HER"):
             for s in range(cfg.seeds):
                 solved = n <= (50 if (m == "DQN+HER") == good else 10)
-                rows.append({"kind": "her", "seed": s, "n_bits": n, "method": m,
-                             "success": 1.0 if solved else 0.0,
-                             "checkpoint_success": [0.0] + [1.0 if solved else 0.0] * 3})  # fmt: skip
+                rows.append(
+                    {
+                        "kind": "her",
+                        "seed": s,
+                        "n_bits": n,
+                        "method": m,
+                        "success": 1.0 if solved else 0.0,
+                        "checkpoint_success": [0.0] + [1.0 if solved else 0.0] * 3,
+                    }
+                )
     for c in RAE_CONDITIONS:
         for s in range(cfg.seeds):
             v = (-200.0 if (c != "scratch") == good else -900.0) + rng.normal(0, 1)
-            rows.append({"kind": "rae", "seed": s, "condition": c, "mean_train_return": v,
-                         "final_return": v, "grid": [1, 2], "curve": [v, v],
-                         **episodes(v, cfg.rae.total_timesteps)})  # fmt: skip
+            rows.append(
+                {
+                    "kind": "rae",
+                    "seed": s,
+                    "condition": c,
+                    "mean_train_return": v,
+                    "final_return": v,
+                    "grid": [1, 2],
+                    "curve": [v, v],
+                    **episodes(v, cfg.rae.total_timesteps),
+                }
+            )
     return er_tables.load(rows)
 
 
@@ -136,8 +202,14 @@ def test_experience_replay_claims_follow_the_runs():
     cfg = cfg_of("experience_replay")
     good = verdicts(er.claims(cfg, er_runs(cfg, True)))
     # ER-4 is a final-regime claim at 300 of the paper's 160,000 steps per bit
-    assert good == {"ER-1": REPRODUCED, "ER-2": REPRODUCED, "ER-3": PARTIALLY,
-                    "ER-4": PARTIALLY, "ER-5": REPRODUCED, "ER-6": REPRODUCED}  # fmt: skip
+    assert good == {
+        "ER-1": REPRODUCED,
+        "ER-2": REPRODUCED,
+        "ER-3": PARTIALLY,
+        "ER-4": PARTIALLY,
+        "ER-5": REPRODUCED,
+        "ER-6": REPRODUCED,
+    }
     bad = verdicts(er.claims(cfg, er_runs(cfg, False)))
     assert bad == dict.fromkeys(good, NOT_REPRODUCED) | {"ER-4": INCONCLUSIVE}
     her = {r.claim.claim_id: r for r in er.claims(cfg, er_runs(cfg, True))}["ER-4"]
@@ -147,7 +219,7 @@ def test_experience_replay_claims_follow_the_runs():
 
 
 def test_experience_replay_plot_tables_are_the_declared_dvc_plots_with_ci_bands():
-    from memrl.stats.curves import CI_COLUMNS
+    from memrl.stats.points import CI_COLUMNS
 
     cfg = cfg_of("experience_replay")
     sweeps = er_tables.sweeps(er_runs(cfg, True))
@@ -176,12 +248,22 @@ def llm_runs(cfg, good: bool) -> llm_tables.Runs:
         for r in range(cfg.seeds):
             v = (rank[c] if good else 3 - rank[c]) / 4 + rng.normal(0, 0.01)
             trained = c.startswith("rlem")
-            rows.append({"paper": "rememberer", "condition": c, "run": r,
-                         "init_memory": "AB"[r % 2], "train_set": ("train_a", "train_b")[r // 2 % 2],
-                         "test_success": v, "test_score": v, "train_success": [v],
-                         "train_score": [v], "checkpoints": [0.5, 1.0] if trained else [1.0],
-                         "checkpoint_score": [v / 2, v] if trained else [v],
-                         "checkpoint_success": [v / 2, v] if trained else [v]})  # fmt: skip
+            rows.append(
+                {
+                    "paper": "rememberer",
+                    "condition": c,
+                    "run": r,
+                    "init_memory": "AB"[r % 2],
+                    "train_set": ("train_a", "train_b")[r // 2 % 2],
+                    "test_success": v,
+                    "test_score": v,
+                    "train_success": [v],
+                    "train_score": [v],
+                    "checkpoints": [0.5, 1.0] if trained else [1.0],
+                    "checkpoint_score": [v / 2, v] if trained else [v],
+                    "checkpoint_success": [v / 2, v] if trained else [v],
+                }
+            )
     fly_rank = {"none": 0, "nonparametric": 1, "parametric": 2}
     n = cfg.agentfly.iterations
     for c in cfg.agentfly.conditions:
@@ -189,28 +271,53 @@ def llm_runs(cfg, good: bool) -> llm_tables.Runs:
             top = (fly_rank[c] if good else 2 - fly_rank[c]) / 4 + rng.normal(0, 0.01)
             start = top / 2 if good else top * 2
             it = list(np.linspace(start, top, n))
-            rows.append({"paper": "agentfly", "condition": c, "run": r, "iter_score": it,
-                         "iter_success": it, "best_score": it, "cum_success": it})  # fmt: skip
+            rows.append(
+                {
+                    "paper": "agentfly",
+                    "condition": c,
+                    "run": r,
+                    "iter_score": it,
+                    "iter_success": it,
+                    "best_score": it,
+                    "cum_success": it,
+                }
+            )
     mr1 = {"add_only": 0.3, "heuristic": 0.35, "prompted": 0.32, "grpo": 0.5 if good else 0.1}
     for c in cfg.memory_r1.conditions:
         for r in [0] if c in llm_jobs.MR1_DETERMINISTIC else range(cfg.seeds):
             v = mr1[c] + rng.normal(0, 0.01)
             trained = c == "grpo"
-            rows.append({"paper": "memory_r1", "condition": c, "run": r, "f1": v, "em": v,
-                         "f1_by_category": {"single-hop": v}, "questions": 80,
-                         "ops_by_kind": {"intro": {"ADD": 3, "NOOP": 1}},
-                         "checkpoints": [0.5, 1.0] if trained else [1.0],
-                         "checkpoint_f1": [0.3, v] if trained else [v],
-                         "checkpoint_em": [0.3, v] if trained else [v]})  # fmt: skip
+            rows.append(
+                {
+                    "paper": "memory_r1",
+                    "condition": c,
+                    "run": r,
+                    "f1": v,
+                    "em": v,
+                    "f1_by_category": {"single-hop": v},
+                    "questions": 80,
+                    "ops_by_kind": {"intro": {"ADD": 3, "NOOP": 1}},
+                    "checkpoints": [0.5, 1.0] if trained else [1.0],
+                    "checkpoint_f1": [0.3, v] if trained else [v],
+                    "checkpoint_em": [0.3, v] if trained else [v],
+                }
+            )
     return llm_tables.load(cfg, rows)
 
 
 def test_llm_memory_claims_follow_the_runs():
     cfg = cfg_of("llm_memory_rl")
     good = verdicts(llm.claims(cfg, llm_runs(cfg, True)))
-    assert good == {"LLM-1": REPRODUCED, "LLM-2": REPRODUCED, "LLM-3": PARTIALLY,
-                    "LLM-4": REPRODUCED, "LLM-5": REPRODUCED, "LLM-6": REPRODUCED,
-                    "LLM-7": REPRODUCED, "LLM-8": REPRODUCED}  # fmt: skip
+    assert good == {
+        "LLM-1": REPRODUCED,
+        "LLM-2": REPRODUCED,
+        "LLM-3": PARTIALLY,
+        "LLM-4": REPRODUCED,
+        "LLM-5": REPRODUCED,
+        "LLM-6": REPRODUCED,
+        "LLM-7": REPRODUCED,
+        "LLM-8": REPRODUCED,
+    }
     bad = verdicts(llm.claims(cfg, llm_runs(cfg, False)))
     assert bad == dict.fromkeys(good, NOT_REPRODUCED)
 
@@ -289,7 +396,7 @@ def test_metrics_are_one_dense_file_per_claim(tmp_path):
 
 
 def test_llm_plot_tables_are_the_declared_dvc_plots_with_ci_bands():
-    from memrl.stats.curves import CI_COLUMNS
+    from memrl.stats.points import CI_COLUMNS
 
     cfg = cfg_of("llm_memory_rl")
     runs = llm_runs(cfg, True)

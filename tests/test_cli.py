@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from memrl.__main__ import family_params, main, overrides
+from memrl.cli import family_params, main, overrides
 from memrl.config import ConfigError
 
 
@@ -32,8 +32,19 @@ def test_set_is_validated_like_params_yaml():
 
 
 def test_run_stores_one_job_and_reuses_it(tmp_path, capsys):
-    args = ["run", "recurrent_off_policy", "SACD-GRU T-Maze L=2", "--profile", "smoke",
-            "--seed", "1", "--set", "tmaze.episodes=4", "--store", str(tmp_path)]  # fmt: skip
+    args = [
+        "run",
+        "recurrent_off_policy",
+        "SACD-GRU T-Maze L=2",
+        "--profile",
+        "smoke",
+        "--seed",
+        "1",
+        "--set",
+        "tmaze.episodes=4",
+        "--store",
+        str(tmp_path),
+    ]
     assert main(args) == 0
     out = capsys.readouterr().out
     path = out.strip().splitlines()[-1].removeprefix("result: ")
@@ -52,5 +63,14 @@ def test_bad_job_family_or_seed_fail_before_running(capsys):
     with pytest.raises(SystemExit, match="several"):
         main(["run", "recurrent_off_policy", "SACD-GRU", "--profile", "smoke"])
     with pytest.raises(SystemExit, match="no seed 7"):
-        main(["run", "recurrent_off_policy", "SACD-GRU T-Maze L=2", "--profile", "smoke",
-              "--seed", "7"])  # fmt: skip
+        main(
+            [
+                "run",
+                "recurrent_off_policy",
+                "SACD-GRU T-Maze L=2",
+                "--profile",
+                "smoke",
+                "--seed",
+                "7",
+            ]
+        )

@@ -95,12 +95,25 @@ def test_every_failing_family_is_named_at_once(params_with):
 
 
 def test_overrides_take_dotted_or_nested_keys_and_list_indices():
-    base = {"seeds": 5, "per_dqn": {"total_timesteps": 100, "dqn": {"gamma": 0.99}},
-            "envs": [{"steps": 1}, {"steps": 2}]}  # fmt: skip
-    out = apply_overrides(base, {"seeds": 3, "per_dqn.dqn.gamma": 0.9, "envs.1.steps": 7,
-                                 "per_dqn": {"total_timesteps": 50}})  # fmt: skip
-    assert out == {"seeds": 3, "per_dqn": {"total_timesteps": 50, "dqn": {"gamma": 0.9}},
-                   "envs": [{"steps": 1}, {"steps": 7}]}  # fmt: skip
+    base = {
+        "seeds": 5,
+        "per_dqn": {"total_timesteps": 100, "dqn": {"gamma": 0.99}},
+        "envs": [{"steps": 1}, {"steps": 2}],
+    }
+    out = apply_overrides(
+        base,
+        {
+            "seeds": 3,
+            "per_dqn.dqn.gamma": 0.9,
+            "envs.1.steps": 7,
+            "per_dqn": {"total_timesteps": 50},
+        },
+    )
+    assert out == {
+        "seeds": 3,
+        "per_dqn": {"total_timesteps": 50, "dqn": {"gamma": 0.9}},
+        "envs": [{"steps": 1}, {"steps": 7}],
+    }
     assert base["per_dqn"]["dqn"]["gamma"] == 0.99  # the base is not changed
     with pytest.raises(ConfigError, match="envs has 2 items"):
         apply_overrides(base, {"envs.5.steps": 1})
@@ -109,8 +122,9 @@ def test_overrides_take_dotted_or_nested_keys_and_list_indices():
 
 
 def test_overrides_are_validated_like_params_yaml():
-    cfg = load_family("experience_replay", "smoke", overrides={"seeds": 3,
-                      "per_dqn.total_timesteps": 20000})  # fmt: skip
+    cfg = load_family(
+        "experience_replay", "smoke", overrides={"seeds": 3, "per_dqn.total_timesteps": 20000}
+    )
     assert cfg.seeds == 3 and cfg.per_dqn.total_timesteps == 20000
     assert load_family("experience_replay", "smoke", overrides="{seeds: 4}").seeds == 4  # text
     with pytest.raises(ConfigError, match=r"(?s)smoke \+ overrides.*per_dqn.typo"):

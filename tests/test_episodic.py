@@ -148,7 +148,12 @@ def test_a_saved_table_loads_and_behaves_exactly_as_the_original(tmp_path, radiu
     path = table.save(tmp_path / "mfec.npz")
     copy = EpisodicMemory.load(path)
     assert (copy.capacity, copy.dim, copy.k, copy.merge_radius, len(copy)) == (
-        20, 3, 4, radius, len(table))  # fmt: skip
+        20,
+        3,
+        4,
+        radius,
+        len(table),
+    )
     for _ in range(30):  # the same reads and writes give the same answers and slots
         q, key, v = rng.normal(size=(4, 3)), rng.normal(size=3).round(1), float(rng.normal())
         np.testing.assert_array_equal(copy.estimate(q), table.estimate(q))

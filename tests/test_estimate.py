@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from memrl.__main__ import main
+from memrl.cli import main
 from memrl.estimate import FamilyEstimate, job_group, packed_wall, predict, rates, render
-from memrl.jobs import JobSpec, RunStore
+from memrl.jobs import JobSpec
+from memrl.runs import RunStore
 
 
 def spec(label: str, cost: float, steps: int) -> JobSpec:
@@ -98,24 +99,24 @@ def test_published_timings_round_trip_and_never_fail(tmp_path) -> None:
 
 
 def test_the_runs_stage_publishes_timings_that_price_a_fresh_clone(tmp_path, monkeypatch):
-    """run_jobs writes timings.json beside the results (kept in git); on a clone whose run
+    """run_family writes timings.json beside the results (kept in git); on a clone whose run
     store is empty, the estimate prices every job from it."""
-    from memrl import estimate, families, pipeline
-    from memrl.jobs import Report
+    from memrl import estimate, families, runs
+    from memrl.runs import Report
 
     def fake_execute(specs, store, *args, **kwargs):  # each job "took" 2 s per unit of cost
         for s in specs:
             store.save(s, {"x": 1}, 2.0 * s.cost)
         return Report(len(specs), ran=len(specs))
 
-    monkeypatch.setattr(pipeline, "repo_root", lambda: tmp_path)
-    monkeypatch.setattr(pipeline, "execute", fake_execute)
+    monkeypatch.setattr(runs, "repo_root", lambda: tmp_path)
+    monkeypatch.setattr(runs, "execute", fake_execute)
     monkeypatch.setattr(families.Family, "preflight", lambda self, cfg: None)
-    pipeline.run_jobs("experience_replay", "smoke")
+    runs.run_family("experience_replay", "smoke")
     fam = families.get("experience_replay")
     assert (tmp_path / fam.timings_path("smoke")).is_file()
 
-    specs = fam.grid(pipeline.load_family(fam.name, "smoke"))
+    specs = fam.grid(runs.load_family(fam.name, "smoke"))
     clone = tmp_path / "clone"  # the timings file only, as git carries it
     (clone / fam.results_dir("smoke")).mkdir(parents=True)
     (tmp_path / fam.timings_path("smoke")).rename(clone / fam.timings_path("smoke"))

@@ -7,9 +7,8 @@ import pytest
 
 from memrl import families
 from memrl.config import load_family
+from memrl.fingerprint import job_files
 from memrl.floors import random_policy
-from memrl.jobs import code_fingerprint
-from memrl.runtime import repo_root
 from memrl.stats.floors import floor_arm, split
 
 
@@ -30,10 +29,9 @@ def test_floor_jobs_have_their_own_code_key(family):
     runs = [s for s in specs if ".jobs:" in s.fn]
     floors = [s for s in specs if "floors" in s.fn]
     assert runs and floors
-    # a run's key covers exactly its family's jobs.py closure: no floor module in it
-    closure = set(families.module_closure(f"memrl.families.{family}.jobs")) - families.RUNNER
-    assert {s.code for s in runs} == {code_fingerprint(closure, repo_root())}
-    assert not any("floors" in p for p in closure)
+    # no run's code holds a floor's module: adding or editing a floor never moves a run's key
+    for fn in {s.fn for s in runs}:
+        assert not any("floors" in f for f in job_files(fn)), fn
     assert {s.code for s in floors}.isdisjoint({s.code for s in runs})
     # and the runs stage's DVC deps cover the floors' code too
     assert {"src/memrl/floors.py", f"src/memrl/families/{family}/floors.py"} & set(
@@ -73,8 +71,17 @@ def test_floors_join_the_plot_tables_and_figures():
     floor_band(ax, band)
     assert ax.get_legend() is not None and ax.lines[0].get_ydata()[0] == band.iqm
     plt.close(fig)
-    shop = pd.DataFrame([{"floor": "random search-then-buy", "env": "shop", "run": 0,
-                          "iter_score": [0.2, 0.4], "best_score": [0.2, 0.4]}])  # fmt: skip
+    shop = pd.DataFrame(
+        [
+            {
+                "floor": "random search-then-buy",
+                "env": "shop",
+                "run": 0,
+                "iter_score": [0.2, 0.4],
+                "best_score": [0.2, 0.4],
+            }
+        ]
+    )
     it = floor_iterations(shop)
     assert it.condition.unique().tolist() == ["random search-then-buy (floor)"]
     assert it.iteration.tolist() == [1, 2] and floor_iterations(None).empty

@@ -1,4 +1,4 @@
-"""Jobs, the run store and the executors (memrl.jobs): keys, atomic results, resume,
+"""Jobs, the run store and the executors (memrl.jobs, memrl.runs): keys, atomic results, resume,
 failures, clean interrupts, and the Ray executor's identical results."""
 
 import json
@@ -6,13 +6,15 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
-from memrl.jobs import JobsFailed, JobSpec, MissingRunsError, RunStore, execute
+from memrl.jobs import JobSpec
+from memrl.runs import JobsFailed, MissingRunsError, RunStore, execute
 
 HERE = Path(__file__).parent
 
@@ -82,15 +84,17 @@ def test_a_failing_job_is_reported_and_the_others_are_kept(tmp_path):
 def test_unknown_executor_or_function_fails_clearly(tmp_path):
     with pytest.raises(ValueError, match="unknown executor"):
         execute([spec("square", x=1)], RunStore(tmp_path), executor="slurm")
-    report = execute([JobSpec("toy_jobs:nope", {})], RunStore(tmp_path), workers=1,
-                     raise_on_failure=False)  # fmt: skip
+    report = execute(
+        [JobSpec("toy_jobs:nope", {})], RunStore(tmp_path), workers=1, raise_on_failure=False
+    )
     assert "cannot find job function" in report.failures[0][1]
 
 
 INTERRUPTED = textwrap.dedent(
     """
     import sys
-    from memrl.jobs import JobSpec, RunStore, execute, raise_on_sigterm
+    from memrl.jobs import JobSpec
+    from memrl.runs import RunStore, execute, raise_on_sigterm
     raise_on_sigterm()
     store, logs = RunStore(sys.argv[1]), sys.argv[2]
     specs = [JobSpec("toy_jobs:slow", {"x": i, "seconds": 0.2 if i < 2 else 60, "log_dir": logs})
@@ -130,8 +134,14 @@ def test_sigterm_stops_every_worker_and_a_rerun_resumes(tmp_path):
     assert not [p for p in store.iterdir() if p.name.startswith(".")]
     # a second run executes only the unfinished jobs (made short this time)
     rerun = INTERRUPTED.replace("60", "0.1")
-    out = subprocess.run([sys.executable, "-c", rerun, str(store), str(logs)], env=env,
-                         capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", rerun, str(store), str(logs)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     assert out.stdout.split() == ["4", "2"]
 
 
@@ -142,11 +152,18 @@ def test_ray_executor_gives_the_process_pools_results(tmp_path):
     from memrl.config import load_family
 
     fam = families.get("experience_replay")
-    specs = [s for s in fam.grid(load_family("experience_replay", "smoke"))
-             if "q_replay" in s.fn or "her_job" in s.fn][:6]  # fmt: skip
+    specs = [
+        s
+        for s in fam.grid(load_family("experience_replay", "smoke"))
+        if "q_replay" in s.fn or "her_job" in s.fn
+    ][:6]
     a, b = RunStore(tmp_path / "pool"), RunStore(tmp_path / "ray")
     execute(specs, a, executor="process", workers=2)
+    temp = Path(tempfile.gettempdir())
+    before = {p.name for p in temp.iterdir()}
     assert execute(specs, b, executor="ray", workers=2).ran == len(specs)
+    # the local instance's session folder is ours and gone once it stops; SB3 made none
+    assert {p.name for p in temp.iterdir()} - before == set()
     for s in specs:
         ra, rb = json.loads(a.path(s).read_text()), json.loads(b.path(s).read_text())
         assert ra["result"] == rb["result"] and ra["spec"] == rb["spec"]
@@ -155,7 +172,8 @@ def test_ray_executor_gives_the_process_pools_results(tmp_path):
 STAGE = textwrap.dedent(
     """
     import sys
-    from memrl.jobs import JobSpec, RunStore, execute, raise_on_sigterm
+    from memrl.jobs import JobSpec
+    from memrl.runs import RunStore, execute, raise_on_sigterm
 
     if __name__ == "__main__":  # the pool's spawned workers import this file
         raise_on_sigterm()
@@ -171,13 +189,17 @@ STAGE = textwrap.dedent(
 
 @pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
 def test_sigterm_to_the_repro_wrapper_stops_dvc_its_stage_and_the_workers(tmp_path):
-    """`make repro` runs `python -m memrl.pipeline repro` (exec'd, so make's SIGTERM reaches
+    """`make repro` runs `python -m memrl repro` (exec'd, so make's SIGTERM reaches
     it): a DVC stage with pool workers is stopped, and nothing it started is left."""
     import shutil
 
     dvc = shutil.which("dvc") or str(Path(sys.executable).parent / "dvc")
-    env = {**os.environ, "PYTHONPATH": f"{HERE}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
-           "PATH": f"{Path(dvc).parent}{os.pathsep}{os.environ['PATH']}", "DVC_NO_ANALYTICS": "1"}  # fmt: skip
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{HERE}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+        "PATH": f"{Path(dvc).parent}{os.pathsep}{os.environ['PATH']}",
+        "DVC_NO_ANALYTICS": "1",
+    }
     (tmp_path / "stage.py").write_text(STAGE)
     (tmp_path / "logs").mkdir()
     (tmp_path / "results" / "smoke").mkdir(parents=True)  # where the smoke pipeline lives
@@ -187,9 +209,13 @@ def test_sigterm_to_the_repro_wrapper_stops_dvc_its_stage_and_the_workers(tmp_pa
     )
     for cmd in (["git", "init", "-q"], [dvc, "init", "-q"]):
         subprocess.run(cmd, cwd=tmp_path, env=env, check=True, capture_output=True)
-    proc = subprocess.Popen([sys.executable, "-m", "memrl.pipeline", "repro", "--profile", "smoke"],
-                            cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memrl", "repro", "--profile", "smoke"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     deadline = time.time() + 120
     while (
         len(RunStore(tmp_path / "runs").keys()) < 2 or len(list((tmp_path / "logs").glob("*"))) < 4

@@ -48,9 +48,16 @@ def test_short_training_is_deterministic_and_logs_episodes():
     p = load_family("recurrent_off_policy", "smoke").rppo
 
     def run():
-        return lstm_ppo.train(lambda i: make("memrl/CartPole-P-v1", 5 + i), p, 512, 5, 2,
-                              eval_env=make("memrl/CartPole-P-v1", 99), eval_at=[256],
-                              check_env=make("memrl/CartPole-P-v1", 98))  # fmt: skip
+        return lstm_ppo.train(
+            lambda i: make("memrl/CartPole-P-v1", 5 + i),
+            p,
+            512,
+            5,
+            2,
+            eval_env=make("memrl/CartPole-P-v1", 99),
+            eval_at=[256],
+            check_env=make("memrl/CartPole-P-v1", 98),
+        )
 
     a, b = run(), run()
     assert a["episode_returns"] == b["episode_returns"] and a["eval_returns"] == b["eval_returns"]
@@ -87,8 +94,9 @@ def test_obs_normaliser_matches_sb3_vec_normalize():
     import gymnasium as gym
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
-    vn = VecNormalize(DummyVecEnv([lambda: gym.make("CartPole-v1")] * 3), norm_obs=True,
-                      norm_reward=False)  # fmt: skip
+    vn = VecNormalize(
+        DummyVecEnv([lambda: gym.make("CartPole-v1")] * 3), norm_obs=True, norm_reward=False
+    )
     ours = lstm_ppo.ObsNormaliser(4)
     rng = np.random.default_rng(0)
     for _ in range(20):
@@ -116,8 +124,14 @@ def test_normalised_training_is_deterministic_and_standardises_its_inputs(monkey
         return step(self, obs, start, state)
 
     def run():
-        return lstm_ppo.train(lambda i: make("memrl/CartPole-P-v1", 5 + i), p, 1024, 5, 2,
-                              eval_env=make("memrl/CartPole-P-v1", 99))  # fmt: skip
+        return lstm_ppo.train(
+            lambda i: make("memrl/CartPole-P-v1", 5 + i),
+            p,
+            1024,
+            5,
+            2,
+            eval_env=make("memrl/CartPole-P-v1", 99),
+        )
 
     a = run()
     monkeypatch.setattr(lstm_ppo.Branch, "step", spy)

@@ -23,8 +23,9 @@ from memrl.llm.embeddings import Embedder
 
 @pytest.fixture(scope="module")
 def splits():
-    return generate_dialogues(seed=0, n_conversations=12, sessions=4, train_questions=30,
-                              val_questions=15)  # fmt: skip
+    return generate_dialogues(
+        seed=0, n_conversations=12, sessions=4, train_questions=30, val_questions=15
+    )
 
 
 @pytest.fixture(scope="module")
@@ -141,10 +142,12 @@ def test_grpo_learns_what_the_reward_prefers(splits, embed):
     UPDATEs: GRPO must raise the training probes' exact match and choose UPDATE for them."""
     th.manual_seed(0)
     pol = mr1.ManagerPolicy(384, k=2, hidden=32)
-    cfg = mr1.GRPOConfig(epochs=6, group=6, probes=200, learning_rate=1e-2, clip=0.2,
-                         update_epochs=2, beta=0.0)  # fmt: skip
-    hist = mr1.train_grpo(pol, splits["train"], _OracleAnswerer(), embed, cfg,
-                          np.random.default_rng(0))  # fmt: skip
+    cfg = mr1.GRPOConfig(
+        epochs=6, group=6, probes=200, learning_rate=1e-2, clip=0.2, update_epochs=2, beta=0.0
+    )
+    hist = mr1.train_grpo(
+        pol, splits["train"], _OracleAnswerer(), embed, cfg, np.random.default_rng(0)
+    )
     em = [np.mean([h["probe_em"] for h in hist if h["epoch"] == e]) for e in (1, 6)]
     assert em[1] > em[0] + 0.1, em
     _, ops = mr1.evaluate(mr1.RLManager(pol), splits["train"], _OracleAnswerer(), embed)
@@ -202,5 +205,6 @@ def test_a_saved_manager_policy_loads_with_its_sizes(tmp_path):
     th.save(policy.state_dict(), tmp_path / "bare.pt")
     with pytest.raises(ValueError, match="related_k"):
         mr1.ManagerPolicy.load(tmp_path / "bare.pt")
-    th.testing.assert_close(mr1.ManagerPolicy.load(tmp_path / "bare.pt", k=3)(x, mask),
-                            policy(x, mask))  # fmt: skip
+    th.testing.assert_close(
+        mr1.ManagerPolicy.load(tmp_path / "bare.pt", k=3)(x, mask), policy(x, mask)
+    )

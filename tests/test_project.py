@@ -54,7 +54,7 @@ def test_every_notebook_has_a_dvc_stage():
     for ipynb in (ROOT / "notebooks").glob("*.ipynb"):
         stage = stages[ipynb.stem]
         assert f"notebooks/{ipynb.name}" in stage["deps"]
-        assert f"memrl.pipeline notebook {ipynb.stem} --profile default" in stage["cmd"]
+        assert f"memrl notebook {ipynb.stem} --profile default" in stage["cmd"]
         assert stage["params"] == [{"results/default/params.yaml": [ipynb.stem]}]
         assert f"runs_{ipynb.stem}" in stages
     assert "report" in stages and "params" in stages
@@ -88,3 +88,17 @@ def test_check_parameters_refuses_undeclared_values_only():
         check_parameters({"profile": "smoke", "seeds": 3}, declared)
     with pytest.raises(TypeError, match="parameters 'a', 'b'"):
         check_parameters({"a": [1], "b": None}, declared)
+
+
+def test_the_readmes_verdict_table_is_the_published_reports():
+    """The README's table of verdicts says what results/default/report.json says."""
+    import json
+    import re
+
+    report = json.loads((ROOT / "results" / "default" / "report.json").read_text())
+    rows = re.findall(
+        r"^\| ([A-Z]+-\d+) \|.*\| ([^|]+) \|$", (ROOT / "README.md").read_text(), re.M
+    )
+    assert {cid: verdict.strip() for cid, verdict in rows} == {
+        r["claim_id"]: r["verdict"] for r in report
+    }

@@ -1,10 +1,9 @@
-from types import SimpleNamespace
-
 import numpy as np
 import pytest
 import torch as th
 
 from memrl.agents import recurrent_td3
+from memrl.agents.recurrent_loop import RecurrentParams
 from memrl.agents.recurrent_sac import Actor, RecurrentSAC, train
 from memrl.envs.pomdp import make_masked
 from memrl.memory.sequence import SequenceReplayBuffer
@@ -12,13 +11,29 @@ from memrl.memory.sequence import SequenceReplayBuffer
 
 def params(**kw):
     base = dict(
-        core="gru", hidden_size=16, shared_encoder=False, head=[16], learning_rate=1e-3,
-        gamma=0.9, tau=0.05, buffer_size=10_000, seq_len=8, batch_size=4,
-        learning_starts=50, train_freq=1, gradient_steps=1,
-        expl_noise=0.1, target_noise=0.2, noise_clip=0.5, policy_delay=2,
-        target_entropy_ratio=0.7, context=3, ffm_memory=8, ffm_context=4,
-    )  # fmt: skip
-    return SimpleNamespace(**{**base, **kw})
+        core="gru",
+        hidden_size=16,
+        shared_encoder=False,
+        head=[16],
+        learning_rate=1e-3,
+        gamma=0.9,
+        tau=0.05,
+        buffer_size=10_000,
+        seq_len=8,
+        batch_size=4,
+        learning_starts=50,
+        train_freq=1,
+        gradient_steps=1,
+        expl_noise=0.1,
+        target_noise=0.2,
+        noise_clip=0.5,
+        policy_delay=2,
+        target_entropy_ratio=0.7,
+        context=3,
+        ffm_memory=8,
+        ffm_context=4,
+    )
+    return RecurrentParams(**{**base, **kw})
 
 
 def filled_buffer(obs_dim=2, act_dim=1, seed=0):
@@ -144,9 +159,16 @@ def test_sac_discrete_with_memory_solves_a_short_t_maze():
     from memrl.envs.pomdp import PassiveTMaze
 
     p = params(
-        hidden_size=32, head=[32], seq_len=4, batch_size=16, learning_starts=100,
-        gamma=0.99, tau=0.05, train_freq=1, target_entropy_ratio=0.5,
-    )  # fmt: skip
+        hidden_size=32,
+        head=[32],
+        seq_len=4,
+        batch_size=16,
+        learning_starts=100,
+        gamma=0.99,
+        tau=0.05,
+        train_freq=1,
+        target_entropy_ratio=0.5,
+    )
     out = recurrent_sac_discrete.train(PassiveTMaze(3), p, 1500, seed=0)
     r = np.array(out["episode_returns"])
     assert r[:50].mean() < 0.75  # starts near chance ...

@@ -3,12 +3,12 @@ import pandas as pd
 import pytest
 
 from memrl.config import ConfigError, load_family
-from memrl.envs.registry import make
+from memrl.envs.registry import make, short_env
 from memrl.families.recurrent_off_policy import claims as ro
 from memrl.families.recurrent_off_policy import jobs, tables
-from memrl.families.recurrent_off_policy.params import parse_method, short_env
+from memrl.families.recurrent_off_policy.params import parse_method
 from memrl.stats.claims import NOT_REPRODUCED, PARTIALLY, REPRODUCED
-from memrl.stats.curves import CI_COLUMNS
+from memrl.stats.points import CI_COLUMNS
 
 INCONCLUSIVE = "inconclusive (budget)"
 
@@ -70,18 +70,35 @@ def fake_runs(cfg, good: float, bad: float, seeds: int = 5, timing=None) -> tabl
                 if m in ("RPPO", "PPO-LSTM"):
                     v = 500.0 if good > bad else 100.0
                 v = v + rng.normal(0, 1)
-                rows.append({"env": env, "method": m, "length": 0, "seed": s,
-                             "total_timesteps": e.total_timesteps, "eval_return": v,
-                             "checkpoints": [0.25, 0.5, 0.75, 1.0],
-                             "checkpoint_eval": [v - 30, v - 20, v - 10, v]})  # fmt: skip
+                rows.append(
+                    {
+                        "env": env,
+                        "method": m,
+                        "length": 0,
+                        "seed": s,
+                        "total_timesteps": e.total_timesteps,
+                        "eval_return": v,
+                        "checkpoints": [0.25, 0.5, 0.75, 1.0],
+                        "checkpoint_eval": [v - 30, v - 20, v - 10, v],
+                    }
+                )
     for L in cfg.tmaze.lengths:
         for m in cfg.tmaze.methods:
             for s in range(seeds):
                 ok = m == "SACD-GRU" or L <= cfg.sacd.context
-                rows.append({"env": f"T-Maze L={L}", "method": m, "length": L, "seed": s,
-                             "total_timesteps": L, "eval_return": 0.0,
-                             "success": 1.0 if ok else 0.5, "checkpoints": [0.5, 1.0],
-                             "checkpoint_eval": [0.5, 1.0 if ok else 0.5]})  # fmt: skip
+                rows.append(
+                    {
+                        "env": f"T-Maze L={L}",
+                        "method": m,
+                        "length": L,
+                        "seed": s,
+                        "total_timesteps": L,
+                        "eval_return": 0.0,
+                        "success": 1.0 if ok else 0.5,
+                        "checkpoints": [0.5, 1.0],
+                        "checkpoint_eval": [0.5, 1.0 if ok else 0.5],
+                    }
+                )
     df = pd.DataFrame(rows)
     return tables.Runs(df[df.length == 0].reset_index(drop=True), df[df.length > 0], timing)
 
@@ -106,8 +123,9 @@ def test_claims_verdicts_follow_the_runs():
     assert {bad[c].verdict for c in ("RO-1", "RO-3")} == {INCONCLUSIVE}
     assert bad["RO-4"].verdict == NOT_REPRODUCED  # at 100% coverage a failure is a "no"
     # at the papers' budgets the same runs are judged by the comparisons alone
-    full = cfg.model_copy(update={"envs": [e.model_copy(update={"total_timesteps": 100_000})
-                                           for e in cfg.envs]})  # fmt: skip
+    full = cfg.model_copy(
+        update={"envs": [e.model_copy(update={"total_timesteps": 100_000}) for e in cfg.envs]}
+    )
     good = {r.claim.claim_id: r for r in ro.claims(full, fake_runs(full, -150.0, -1200.0))}
     assert good["RO-1"].verdict == REPRODUCED and good["RO-4"].verdict == REPRODUCED
     bad = {r.claim.claim_id: r for r in ro.claims(full, fake_runs(full, -1200.0, -150.0))}
@@ -138,9 +156,12 @@ def test_t_maze_claim_fails_when_the_window_agent_recalls_beyond_its_context():
 def test_timing_claim_is_partial_below_the_papers_magnitude():
     cfg = load_family("recurrent_off_policy", "smoke")
     timing = pd.DataFrame(
-        [{"core": c, "repeat": r, "ms": ms + r} for c, ms in
-         [("FFM", 10.0), ("GRUCell loop", 30.0), ("nn.GRU (fused)", 25.0)] for r in range(3)]
-    )  # fmt: skip
+        [
+            {"core": c, "repeat": r, "ms": ms + r}
+            for c, ms in [("FFM", 10.0), ("GRUCell loop", 30.0), ("nn.GRU (fused)", 25.0)]
+            for r in range(3)
+        ]
+    )
     (row,) = [
         r
         for r in ro.claims(cfg, fake_runs(cfg, 0, -1, timing=timing))
@@ -155,13 +176,27 @@ def test_timing_claim_is_partial_below_the_papers_magnitude():
 def test_plot_tables_are_the_declared_dvc_plots():
     cfg = load_family("recurrent_off_policy", "default")
     curve = pd.DataFrame(
-        [{"env": short_env(e.env_id), "method": m, "step": s, "iqm": 1.0, "ci_low": 0.5,
-          "ci_high": 1.5} for e in cfg.envs for m in e.methods for s in (1, 2)]
-    )  # fmt: skip
+        [
+            {
+                "env": short_env(e.env_id),
+                "method": m,
+                "step": s,
+                "iqm": 1.0,
+                "ci_low": 0.5,
+                "ci_high": 1.5,
+            }
+            for e in cfg.envs
+            for m in e.methods
+            for s in (1, 2)
+        ]
+    )
     success = pd.DataFrame(
-        [{"method": m, "length": L, "iqm": 1.0, "ci_low": 0.5, "ci_high": 1.5}
-         for m in cfg.tmaze.methods for L in cfg.tmaze.lengths]
-    )  # fmt: skip
+        [
+            {"method": m, "length": L, "iqm": 1.0, "ci_low": 0.5, "ci_high": 1.5}
+            for m in cfg.tmaze.methods
+            for L in cfg.tmaze.lengths
+        ]
+    )
     made = tables.plot_data(curve, success)
     assert set(made) == {p.file for p in tables.PLOTS}
     for p in tables.PLOTS:  # the declared methods in order, then their CI bands

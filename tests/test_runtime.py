@@ -26,3 +26,26 @@ def test_device_is_picked_automatically():
 
     assert get_device() == ("cuda" if th.cuda.is_available() else "cpu")
     assert get_device("cpu") == "cpu"
+
+
+def test_workers_auto_runs_one_job_per_core(monkeypatch, tmp_path):
+    """`runtime.workers: auto` (the default) on a 16-core machine: 16 jobs at a time; an
+    explicit number wins; torch_threads > 1 shares the cores."""
+    from memrl import families, runs, schema
+    from memrl.schema import RuntimeParams
+
+    monkeypatch.setattr(schema, "available_cores", lambda: 16)
+    assert RuntimeParams().workers == "auto" and RuntimeParams().processes == 16
+    assert RuntimeParams(workers=3).processes == 3
+    assert RuntimeParams(torch_threads=4).processes == 4
+
+    seen = {}
+
+    def fake_execute(specs, store, executor, workers, threads, **kw):
+        seen["workers"] = workers
+        return runs.Report(len(specs))
+
+    monkeypatch.setattr(runs, "execute", fake_execute)
+    monkeypatch.setattr(families.Family, "preflight", lambda self, cfg: None)
+    runs.run_family("experience_replay", "smoke", store_dir=tmp_path)
+    assert seen["workers"] == 16  # what make repro's runs stages use, from params.yaml's auto

@@ -50,18 +50,6 @@ def test_done_only_on_a_terminal_last_step():
             assert s.dones[b].sum() == 0
 
 
-def test_burn_in_precedes_the_window_with_mask_zero():
-    buf = SequenceReplayBuffer(1000, seq_len=4, burn_in=3, seed=2)
-    buf.add_episode(*episode(1, 30))
-    s = buf.sample(128)
-    assert s.obs.shape[1] == 7 and (s.mask[:, :3] == 0).all()
-    t = s.obs[..., 1]
-    for b in range(128):
-        start = t[b, 3]
-        burn = t[b, :3][s.obs[b, :3, 0] == 1]  # burn-in steps that exist
-        np.testing.assert_array_equal(burn, np.arange(start - len(burn), start))
-
-
 def test_capacity_drops_oldest_episodes_and_bad_input():
     buf = SequenceReplayBuffer(25, seq_len=4)
     for i in range(4):

@@ -42,12 +42,33 @@ def results(tmp_path_factory):
     root = tmp_path_factory.mktemp("results")
     fam = root / FAMILY
     (fam / "figures").mkdir(parents=True)
-    est = {n: arm(v, "X-1", n) for n, v in
-           {"a": [9, 10, 11, 10, 10], "b": [4, 5, 6, 5, 5], "floor": [0, 1, 0, 1, 0]}.items()}  # fmt: skip
-    claim = Claim(FAMILY, "X-1", "Paper 2020", "Fig. 1", "a beats b <early>", "qualitative",
-                  "score", True, regime="final", paper_budget=None)  # fmt: skip
+    est = {
+        n: arm(v, "X-1", n)
+        for n, v in {
+            "a": [9, 10, 11, 10, 10],
+            "b": [4, 5, 6, 5, 5],
+            "floor": [0, 1, 0, 1, 0],
+        }.items()
+    }
+    claim = Claim(
+        family=FAMILY,
+        claim_id="X-1",
+        paper="Paper 2020",
+        source="Fig. 1",
+        statement="a beats b <early>",
+        paper_value="qualitative",
+        metric="score",
+        higher_is_better=True,
+        regime="final",
+        paper_budget=None,
+    )
     row = ClaimResult(
-        claim, est, "a", [Comparison("a", "b", floor="floor")], "10 steps", ["smaller"]
+        claim=claim,
+        estimates=est,
+        ours="a",
+        comparisons=[Comparison("a", "b", floor="floor")],
+        budget="10 steps",
+        deviations=["smaller"],
     ).to_row()
     (fam / "claims.json").write_text(json.dumps([row]))
     png = _png(fam / "figures" / "claims.png")
@@ -55,8 +76,11 @@ def results(tmp_path_factory):
     code = nbformat.v4.new_code_cell("plot()")
     data = {"image/png": base64.b64encode(png).decode(), "text/plain": "<Figure>"}
     code.outputs = [nbformat.v4.new_output("display_data", data)]
-    nb.cells = [nbformat.v4.new_markdown_cell("# Experience replay"), code,
-                nbformat.v4.new_markdown_cell("## Claims")]  # fmt: skip
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# Experience replay"),
+        code,
+        nbformat.v4.new_markdown_cell("## Claims"),
+    ]
     nbformat.write(nb, fam / f"{FAMILY}.ipynb")
     return root
 
@@ -92,9 +116,13 @@ def test_check_finds_broken_links_anchors_and_remote_loads(site, tmp_path):
     bad = tmp_path / "site"
     shutil.copytree(site, bad)
     page = bad / "index.html"
-    page.write_text(page.read_text().replace("</body>",
-        '<a href="gone.html">x</a><a href="index.html#nowhere">y</a>'
-        '<img src="https://cdn.example/x.png"></body>'))  # fmt: skip
+    page.write_text(
+        page.read_text().replace(
+            "</body>",
+            '<a href="gone.html">x</a><a href="index.html#nowhere">y</a>'
+            '<img src="https://cdn.example/x.png"></body>',
+        )
+    )
     problems = "\n".join(check(bad))
     assert "gone.html does not exist" in problems
     assert "no element with id 'nowhere'" in problems
@@ -113,11 +141,21 @@ def test_build_replaces_the_site_whole_and_fails_on_missing_results(results, tmp
 
 def _chromium(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
-         "--host-resolver-rules=MAP * ~NOTFOUND",  # offline: every host name fails
-         "--enable-logging=stderr", "--v=0", *args],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            CHROMIUM,
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--host-resolver-rules=MAP * ~NOTFOUND",  # offline: every host name fails
+            "--enable-logging=stderr",
+            "--v=0",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 @pytest.mark.skipif(

@@ -47,15 +47,32 @@ E = _arms(
 def _claim(higher=True, regime="final", budget=None, cid="T"):
     from memrl.stats.claims import Budget
 
-    return Claim("f", cid, "P", "S", "s", "v", "m", higher, regime=regime,
-                 paper_budget=Budget(budget, "env steps") if budget else None)  # fmt: skip
+    return Claim(
+        family="f",
+        claim_id=cid,
+        paper="P",
+        source="S",
+        statement="s",
+        paper_value="v",
+        metric="m",
+        higher_is_better=higher,
+        regime=regime,
+        paper_budget=Budget(budget, "env steps") if budget else None,
+    )
 
 
 def _verdict(comps, higher=True, complete=True, floor=None, **kw):
     floor = floor or ("f" if higher else "f_top")
     comps = [c if isinstance(c, Comparison) else Comparison(*c, floor=floor) for c in comps]
-    return ClaimResult(_claim(higher, **kw), dict(E), comps[0].better, comps, "b", [],
-                       coverage_complete=complete).verdict  # fmt: skip
+    return ClaimResult(
+        claim=_claim(higher, **kw),
+        estimates=dict(E),
+        ours=comps[0].better,
+        comparisons=comps,
+        budget="b",
+        deviations=[],
+        coverage_complete=complete,
+    ).verdict
 
 
 @pytest.mark.parametrize(
@@ -77,9 +94,27 @@ def test_undecided_names_its_reason_and_the_seeds_a_decision_needs():
     got = _verdict([("c", "b")])  # c − b > 0 but its CI reaches below 0
     assert got.startswith("inconclusive (power: ~") and got.endswith("seeds per arm would decide)")
     assert _verdict([("a", "b")], floor="f_hi") == "inconclusive (floor)"  # both at the floor
-    below = Claim("f", "T", "P", "S", "s", "v", "m", True, regime="final", paper_budget=None,
-                  below_floor="model scale")  # fmt: skip
-    res = ClaimResult(below, dict(E), "a", [Comparison("a", "b", floor="f_hi")], "b", [])
+    below = Claim(
+        family="f",
+        claim_id="T",
+        paper="P",
+        source="S",
+        statement="s",
+        paper_value="v",
+        metric="m",
+        higher_is_better=True,
+        regime="final",
+        paper_budget=None,
+        below_floor="model scale",
+    )
+    res = ClaimResult(
+        claim=below,
+        estimates=dict(E),
+        ours="a",
+        comparisons=[Comparison("a", "b", floor="f_hi")],
+        budget="b",
+        deviations=[],
+    )
     assert res.verdict == "inconclusive (model scale)"
     assert res.to_row()["comparisons"][0]["reason"] == "floor"
 
@@ -102,32 +137,67 @@ def test_matches_is_an_equivalence_test_with_a_declared_margin():
 
 def test_a_claim_names_known_arms_and_a_floor_or_why_not():
     with pytest.raises(KeyError):
-        ClaimResult(_claim(), dict(E), "a", [Comparison("a", "zzz", floor="f")], "b", [])
+        ClaimResult(
+            claim=_claim(),
+            estimates=dict(E),
+            ours="a",
+            comparisons=[Comparison("a", "zzz", floor="f")],
+            budget="b",
+            deviations=[],
+        )
     with pytest.raises(ValueError, match="floor"):
-        ClaimResult(_claim(), dict(E), "a", [Comparison("a", "b")], "b", [])
-    ok = ClaimResult(_claim(), dict(E), "a", [Comparison("a", "b")], "b", [], floor_reason="timing")
+        ClaimResult(
+            claim=_claim(),
+            estimates=dict(E),
+            ours="a",
+            comparisons=[Comparison("a", "b")],
+            budget="b",
+            deviations=[],
+        )
+    ok = ClaimResult(
+        claim=_claim(),
+        estimates=dict(E),
+        ours="a",
+        comparisons=[Comparison("a", "b")],
+        budget="b",
+        deviations=[],
+        floor_reason="timing",
+    )
     assert ok.to_row()["floor"] is None and ok.to_row()["floor_reason"] == "timing"
     with pytest.raises(ValueError):
-        ClaimResult(_claim(), dict(E), "a", [], "b", [], floor_reason="x")
+        ClaimResult(
+            claim=_claim(),
+            estimates=dict(E),
+            ours="a",
+            comparisons=[],
+            budget="b",
+            deviations=[],
+            floor_reason="x",
+        )
 
 
 def test_claim_row_and_report(tmp_path):
-    from memrl.report import main as report_main
+    from memrl.report import write as write_report
 
     claim = Claim(
-        "experience_replay",
-        "X-1",
-        "Paper 2020",
-        "Fig. 1",
-        "a beats b",
-        "qualitative",
-        "score",
-        True,
+        family="experience_replay",
+        claim_id="X-1",
+        paper="Paper 2020",
+        source="Fig. 1",
+        statement="a beats b",
+        paper_value="qualitative",
+        metric="score",
+        higher_is_better=True,
         regime="final",
         paper_budget=None,
     )
     res = ClaimResult(
-        claim, dict(E), "a", [Comparison("a", "b", floor="f")], "10 steps", ["smaller"]
+        claim=claim,
+        estimates=dict(E),
+        ours="a",
+        comparisons=[Comparison("a", "b", floor="f")],
+        budget="10 steps",
+        deviations=["smaller"],
     )
     row = res.to_row()
     assert row["verdict"] == REPRODUCED and row["n_seeds"] == 5
@@ -135,7 +205,7 @@ def test_claim_row_and_report(tmp_path):
     assert set(row["comparisons"][0]["difference"]) == {"iqm", "ci_low", "ci_high"}
     (tmp_path / "experience_replay").mkdir()
     (tmp_path / "experience_replay" / "claims.json").write_text(json.dumps([row]))
-    report_main([str(tmp_path)])
+    write_report(tmp_path)
     md = (tmp_path / "REPORT.md").read_text()
     assert "| experience_replay | X-1 |" in md and "**reproduced**" in md
     rep = json.loads((tmp_path / "report.json").read_text())
@@ -159,10 +229,10 @@ def test_claim_row_and_report(tmp_path):
 
 
 def test_report_without_claims_fails(tmp_path):
-    from memrl.report import main as report_main
+    from memrl.report import write as write_report
 
     with pytest.raises(FileNotFoundError):
-        report_main([str(tmp_path)])
+        write_report(tmp_path)
 
 
 def test_per_axis_iqm_agrees_with_rliable():
@@ -180,9 +250,15 @@ def test_a_final_claim_short_of_budget_is_inconclusive_not_refuted():
     from memrl.stats.claims import EARLY, FINAL
 
     def v(comps, regime, used):
-        res = ClaimResult(_claim(regime=regime, budget=100), dict(E), "a",
-                          [Comparison(*c, floor="f") for c in comps], "b", [],
-                          used=Budget(used, "env steps") if used else None)  # fmt: skip
+        res = ClaimResult(
+            claim=_claim(regime=regime, budget=100),
+            estimates=dict(E),
+            ours="a",
+            comparisons=[Comparison(*c, floor="f") for c in comps],
+            budget="b",
+            deviations=[],
+            used=Budget(used, "env steps") if used else None,
+        )
         return res.verdict
 
     from memrl.stats.claims import Budget
@@ -200,17 +276,52 @@ def test_a_final_claim_short_of_budget_is_inconclusive_not_refuted():
 def test_coverage_needs_one_unit_and_a_declared_regime():
     from memrl.stats.claims import Budget
 
-    claim = Claim("f", "X-2", "P", "S", "s", "v", "m", True, regime="final",
-                  paper_budget=Budget(50_000, "env steps"))  # fmt: skip
-    res = ClaimResult(claim, dict(E), "a", [Comparison("b", "a", floor="f")], "b", [],
-                      used=Budget(5_000, "env steps"))  # fmt: skip
+    claim = Claim(
+        family="f",
+        claim_id="X-2",
+        paper="P",
+        source="S",
+        statement="s",
+        paper_value="v",
+        metric="m",
+        higher_is_better=True,
+        regime="final",
+        paper_budget=Budget(50_000, "env steps"),
+    )
+    res = ClaimResult(
+        claim=claim,
+        estimates=dict(E),
+        ours="a",
+        comparisons=[Comparison("b", "a", floor="f")],
+        budget="b",
+        deviations=[],
+        used=Budget(5_000, "env steps"),
+    )
     assert res.coverage == pytest.approx(0.1) and res.verdict == "inconclusive (budget)"
     assert res.to_row()["paper_budget"] == "50,000 env steps"
     with pytest.raises(ValueError, match="one unit"):
-        ClaimResult(claim, dict(E), "a", [Comparison("a", "b", floor="f")], "b", [],
-                    used=Budget(5, "episodes"))  # fmt: skip
+        ClaimResult(
+            claim=claim,
+            estimates=dict(E),
+            ours="a",
+            comparisons=[Comparison("a", "b", floor="f")],
+            budget="b",
+            deviations=[],
+            used=Budget(5, "episodes"),
+        )
     with pytest.raises(ValueError, match="regime"):
-        Claim("f", "X-3", "P", "S", "s", "v", "m", True, regime="late", paper_budget=None)
+        Claim(
+            family="f",
+            claim_id="X-3",
+            paper="P",
+            source="S",
+            statement="s",
+            paper_value="v",
+            metric="m",
+            higher_is_better=True,
+            regime="late",
+            paper_budget=None,
+        )
     with pytest.raises(ValueError):
         Budget(0, "env steps")
 
@@ -232,8 +343,9 @@ def test_effect_matches_rliables_bootstrap_and_is_signed_the_papers_way():
         point, ci = rly.get_interval_estimates(
             {"d": (a[:, None], b[:, None])},
             lambda x, y: np.array([metrics.aggregate_iqm(x) - metrics.aggregate_iqm(y)]),
-            reps=20_000, random_state=np.random.RandomState(0),
-        )  # fmt: skip
+            reps=20_000,
+            random_state=np.random.RandomState(0),
+        )
     assert ours.iqm == pytest.approx(point["d"][0])
     assert ours.ci_low == pytest.approx(ci["d"][0, 0], abs=0.25)
     assert ours.ci_high == pytest.approx(ci["d"][1, 0], abs=0.25)
@@ -259,8 +371,13 @@ def test_effect_matches_rliables_bootstrap_and_is_signed_the_papers_way():
 def test_trend_direction(effects, direction, heading):
     from memrl.stats.trend import Trend, TrendPoint
 
-    t = Trend("a > b", tuple(TrendPoint(f, Estimate(v, v - 1, v + 1, 5))
-                             for f, v in zip((0.25, 0.5, 0.75, 1.0), effects, strict=True)))  # fmt: skip
+    t = Trend(
+        "a > b",
+        tuple(
+            TrendPoint(f, Estimate(v, v - 1, v + 1, 5))
+            for f, v in zip((0.25, 0.5, 0.75, 1.0), effects, strict=True)
+        ),
+    )
     assert (t.direction, t.heading) == (direction, heading)
     assert direction in t.summary() and t.as_dict()["points"][0]["fraction"] == 0.25
 
@@ -270,17 +387,37 @@ def test_trends_skip_checkpoints_without_data():
 
     a = np.array([[np.nan, 2, 3], [np.nan, 2, 4], [np.nan, 3, 3]])
     b = np.zeros((3, 3))
-    claim = Claim("f", "X", "P", "S", "s", "v", "m", True, regime="final", paper_budget=None)
-    (t,) = trends(claim, [Comparison("a", "b"), Comparison("a", "zzz")], {"a": a, "b": b},
-                  [0.3, 0.6, 1.0], 200)  # fmt: skip
+    claim = Claim(
+        family="f",
+        claim_id="X",
+        paper="P",
+        source="S",
+        statement="s",
+        paper_value="v",
+        metric="m",
+        higher_is_better=True,
+        regime="final",
+        paper_budget=None,
+    )
+    (t,) = trends(
+        claim,
+        [Comparison("a", "b"), Comparison("a", "zzz")],
+        {"a": a, "b": b},
+        [0.3, 0.6, 1.0],
+        200,
+    )
     assert [p.fraction for p in t.points] == [0.6, 1.0]
 
 
 def test_iqm_points_per_line_and_point_with_cis():
     from memrl.stats.points import iqm_points
 
-    rows = [{"method": m, "bits": b, "seed": s, "success": v + 0.01 * s}
-            for m, v in (("HER", 0.9), ("DQN", 0.1)) for b in (20, 5) for s in range(5)]  # fmt: skip
+    rows = [
+        {"method": m, "bits": b, "seed": s, "success": v + 0.01 * s}
+        for m, v in (("HER", 0.9), ("DQN", 0.1))
+        for b in (20, 5)
+        for s in range(5)
+    ]
     rows.append({"method": "lone", "bits": 5, "seed": 0, "success": 0.5})
     df = pd.DataFrame(rows)
     got = iqm_points(df, "method", "bits", "success")

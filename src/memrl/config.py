@@ -12,7 +12,8 @@ The file names no profile: the caller chooses one (``PROFILE=smoke make repro``,
 ``--profile``, a notebook's ``profile`` parameter), so switching profiles never rewrites it.
 One run may also change any value (``overrides``: the CLI's ``--set``, a notebook's
 ``overrides`` parameter), validated the same way. Each family declares a pydantic model of
-its parameters in ``memrl/families/<family>/params.py`` (shared blocks and types live here);
+its parameters in ``memrl/families/<family>/params.py`` (shared blocks and types:
+:mod:`memrl.schema`);
 a wrong type, a non-positive budget or an unknown key fails here with one clear message
 that names the offending key, never halfway through a run.
 """
@@ -23,81 +24,18 @@ import copy
 import importlib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from memrl.profiles import PROFILES, unknown
 from memrl.runtime import repo_root
-
-PosInt = Annotated[int, Field(gt=0, strict=True)]
-NonNegInt = Annotated[int, Field(ge=0, strict=True)]
-PosFloat = Annotated[float, Field(gt=0)]
-Prob = Annotated[float, Field(ge=0, le=1)]
-
-
-def _registered_env(env_id: str) -> str:
-    import gymnasium as gym
-
-    from memrl.envs.registry import register_for
-
-    register_for(env_id)
-    if env_id not in gym.envs.registry:
-        close = [k for k in gym.envs.registry if env_id.split("-")[0].lower() in k.lower()][:5]
-        raise ValueError(
-            f"unknown gymnasium env '{env_id}'" + (f"; did you mean {close}?" if close else "")
-        )
-    return env_id
-
-
-EnvId = Annotated[str, AfterValidator(_registered_env)]
+from memrl.schema import RuntimeParams
 
 
 class ConfigError(ValueError):
     """Raised for any invalid parameter file, profile or value."""
-
-
-class StrictModel(BaseModel):
-    """Base of every parameter block: unknown keys are errors and values are frozen."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-# --------------------------------------------------------------------------- shared blocks
-class DQNParams(StrictModel):
-    """SB3 DQN keyword arguments (``net_arch`` goes to ``policy_kwargs``)."""
-
-    learning_rate: PosFloat
-    batch_size: PosInt
-    buffer_size: PosInt
-    learning_starts: NonNegInt
-    gamma: Annotated[float, Field(gt=0, le=1)]
-    target_update_interval: PosInt
-    train_freq: PosInt
-    gradient_steps: PosInt
-    exploration_fraction: Prob
-    exploration_final_eps: Prob
-    net_arch: list[PosInt] = Field(min_length=1)
-    train_freq_unit: Literal["step", "episode"] = "step"  # SB3's train_freq=(n, unit)
-    tau: Annotated[float, Field(gt=0, le=1)] = 1.0  # target update: 1 = copy (SB3 default)
-
-
-class SACParams(StrictModel):
-    """SB3 SAC keyword arguments (``net_arch`` goes to ``policy_kwargs``)."""
-
-    learning_rate: PosFloat
-    batch_size: PosInt
-    buffer_size: PosInt
-    learning_starts: NonNegInt
-    gamma: Annotated[float, Field(gt=0, le=1)]
-    tau: Annotated[float, Field(gt=0, le=1)]
-    net_arch: list[PosInt] = Field(min_length=1)
-
-
-class RuntimeParams(StrictModel):
-    workers: PosInt = 2
-    torch_threads: PosInt = 1
 
 
 # --------------------------------------------------------------------------- loading
@@ -215,9 +153,11 @@ def parse_overrides(overrides: Mapping[str, Any] | str | None) -> dict[str, Any]
 
 
 def load_family(
-    family: str, profile: str = "default", path: str | Path | None = None,
+    family: str,
+    profile: str = "default",
+    path: str | Path | None = None,
     overrides: Mapping[str, Any] | str | None = None,
-) -> Any:  # fmt: skip
+) -> Any:
     """Load, merge and validate one family's parameters for ``profile``, with ``overrides``
     (a mapping or YAML text, see :func:`apply_overrides`) put in before validation."""
     schema = family_schema(family)

@@ -8,14 +8,13 @@ the DVC remote inside the repo (``.dvc-store/``) and otherwise rebuilds it
 deterministically (:func:`build`); either way its hash must equal the one in
 ``data.dvc``.
 
-    python -m memrl.data ensure   # pull, else rebuild; then verify
-    python -m memrl.data build    # rebuild from scratch (about half a minute)
-    python -m memrl.data verify   # data/ matches data.dvc?
+    python -m memrl data ensure   # pull, else rebuild; then verify
+    python -m memrl data build    # rebuild from scratch (about half a minute)
+    python -m memrl data verify   # data/ matches data.dvc?
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import subprocess
@@ -41,13 +40,13 @@ def build_prior_experiment(
     from stable_baselines3 import SAC
     from stable_baselines3.common.monitor import Monitor
 
-    from memrl.agents.sb3 import sb3_kwargs
+    from memrl.agents.sb3 import sb3_kwargs, silent
     from memrl.memory.mixed import Transitions
 
     set_torch_threads(1)
     seed_everything(seed)
     env = Monitor(gym.make(env_id))
-    model = SAC("MlpPolicy", env, **sb3_kwargs(sac, seed, buffer_size=total_timesteps))
+    model = silent(SAC("MlpPolicy", env, **sb3_kwargs(sac, seed, buffer_size=total_timesteps)))
     model.learn(total_timesteps)
     rb = model.replay_buffer
     n = rb.buffer_size if rb.full else rb.pos
@@ -144,25 +143,3 @@ def ensure() -> None:
             "the builder is not deterministic on this machine"
         )
     print("data/: rebuilt; hash matches data.dvc")
-
-
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(
-        prog="python -m memrl.data",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    ap.add_argument("command", choices=["ensure", "build", "verify"])
-    args = ap.parse_args(argv)
-    if args.command == "ensure":
-        ensure()
-    elif args.command == "build":
-        print("built " + ", ".join(map(str, build())))
-    else:
-        ok = verify()
-        print("data/ matches data.dvc" if ok else "data/ is missing or differs from data.dvc")
-        raise SystemExit(0 if ok else 1)
-
-
-if __name__ == "__main__":
-    main()

@@ -8,12 +8,11 @@ network) and writes ``results/<profile>/dvc_plots.html``::
 
     make plots                                        # the workspace's default results
     make plots PROFILE=smoke REVS="HEAD~3 main"       # revisions overlaid (dvc plots diff)
-    python -m memrl.dvc_plots --profile default HEAD~3 main
+    python -m memrl plots --profile default HEAD~3 main
 """
 
 from __future__ import annotations
 
-import argparse
 import html
 import json
 import subprocess
@@ -21,7 +20,7 @@ import sys
 from pathlib import Path
 
 from memrl import families
-from memrl.config import ConfigError, check_profile
+from memrl.config import check_profile
 from memrl.runtime import atomic_write_text, repo_root
 
 
@@ -94,24 +93,3 @@ def render(profile: str, revs: list[str] = (), out: Path | None = None) -> Path:
     out = out or repo_root() / "results" / profile / "dvc_plots.html"
     atomic_write_text(out, page(profile, revs, svgs, missing))
     return out
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        prog="python -m memrl.dvc_plots", description=__doc__.split("\n")[0]
-    )
-    ap.add_argument("--profile", default="default")
-    ap.add_argument("revs", nargs="*", help="git revisions to overlay (dvc plots diff)")
-    ap.add_argument("-o", "--out", type=Path, help="default: results/<profile>/dvc_plots.html")
-    a = ap.parse_args(argv)
-    try:
-        out = render(a.profile, a.revs, a.out)
-    except (RuntimeError, ConfigError) as e:
-        print(f"memrl.dvc_plots: {e}", file=sys.stderr)
-        return 2
-    print(f"wrote {out}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memrl.jobs import JobSpec, RunStore
+from memrl.jobs import JobSpec
+from memrl.runs import RunStore
 
 _SEED = re.compile(r" · (seed|run) \d+$")
 PUBLISHED = "published"  # a calibration source: the timings.json kept in git
@@ -146,10 +147,13 @@ def timings(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
         if label and isinstance(rec.get("seconds"), int | float):
             seconds[job_group(label)] += float(rec["seconds"])
     groups = {
-        g: {"jobs": len(r), "core_seconds": round(seconds[g], 1),
-            "seconds_per_cost": float(f"{statistics.median(r):.4g}")}
+        g: {
+            "jobs": len(r),
+            "core_seconds": round(seconds[g], 1),
+            "seconds_per_cost": float(f"{statistics.median(r):.4g}"),
+        }
         for g, r in sorted(rates(records).items())
-    }  # fmt: skip
+    }
     return {"groups": groups}
 
 
@@ -250,7 +254,7 @@ def estimate_families(
     from memrl import families
     from memrl.config import load_runtime
 
-    workers = load_runtime().workers
+    workers = load_runtime().processes
     return [
         estimate_family(name, profile, families.get(name).grid(cfg), workers, fresh=fresh)
         for name, cfg in configs.items()
@@ -267,8 +271,10 @@ def render(
 ) -> str:
     """The estimate as text: one line per family, its costliest job groups, and the total."""
     what = "every job (as on a fresh clone)" if fresh else "jobs not yet stored"
-    lines = [f"profile {profile}: {what}, predicted from measured seconds (the stored runs', "
-             "else the published timings')"]  # fmt: skip
+    lines = [
+        f"profile {profile}: {what}, predicted from measured seconds (the stored runs', "
+        "else the published timings')"
+    ]
     total_cs = total_wall = 0.0
     for e in estimates:
         lines.append(f"\n{e.summary()}")

@@ -16,9 +16,13 @@ RANDOM = "random"
 
 
 def random_policy(
-    env_id: str, env: str, seed: int, episodes: int = 0, steps: int = 0,
+    env_id: str,
+    env: str,
+    seed: int,
+    episodes: int = 0,
+    steps: int = 0,
     env_kwargs: dict[str, Any] | None = None,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """A uniformly random policy on ``env_id``: ``episodes`` whole episodes (an evaluation's
     floor), or every episode ending within ``steps`` env steps (a training curve's floor).
 
@@ -46,7 +50,12 @@ def random_policy(
             e.reset()
     e.close()
     return {
-        "floor": RANDOM, "env": env, "env_id": env_id, "seed": seed,
+        "floor": RANDOM,
+        "env": env,
+        "env_id": env_id,
+        "seed": seed,
         "score": float(np.mean(returns)) if returns else float("nan"),
-        "episode_returns": returns, "episode_lengths": lengths, "total_timesteps": steps,
-    }  # fmt: skip
+        "episode_returns": returns,
+        "episode_lengths": lengths,
+        "total_timesteps": steps,
+    }

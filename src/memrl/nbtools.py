@@ -1,7 +1,7 @@
 """Notebook tooling: strict parameters, and ``notebooks/*.ipynb`` kept in step with their
 jupytext ``.py`` twins.
 
-    python -m memrl.nbtools notebooks/experience_replay.py [...]
+    python -m memrl notebooks notebooks/experience_replay.py [...]
 
 :func:`check_parameters` runs right after a notebook's ``parameters`` cell: papermill only
 warns about a parameter the notebook does not declare (``-p seeds 3`` would change nothing),
@@ -16,7 +16,6 @@ reviewable.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -49,9 +48,11 @@ def check_parameters(namespace: Mapping[str, Any], declared: Iterable[str]) -> N
     unknown = sorted(
         name
         for name, value in namespace.items()
-        if not name.startswith("_") and name not in hidden and name not in declared
+        if not name.startswith("_")
+        and name not in hidden
+        and name not in declared
         and isinstance(value, _PARAMETER_TYPES)
-    )  # fmt: skip
+    )
     if unknown:
         raise TypeError(
             f"unknown notebook parameter{'s' if len(unknown) > 1 else ''} "
@@ -89,17 +90,3 @@ def refresh(py_path: Path) -> Path:
     nbformat.write(nb, tmp)
     tmp.replace(out)
     return out
-
-
-def main(argv: list[str] | None = None) -> None:
-    paths = [Path(p) for p in (argv if argv is not None else sys.argv[1:])]
-    if not paths:
-        raise SystemExit("usage: python -m memrl.nbtools notebooks/NAME.py [...]")
-    for p in paths:
-        if p.suffix != ".py" or not p.is_file():
-            raise SystemExit(f"not a jupytext .py notebook: {p}")
-        print(f"refreshed {refresh(p)}", flush=True)
-
-
-if __name__ == "__main__":
-    main()

@@ -9,8 +9,12 @@ import numpy as np
 
 from memrl.stats.claims import ClaimResult, category, share
 
-VERDICT_COLORS = {"reproduced": "tab:green", "partially": "tab:orange",
-                  "inconclusive": "tab:purple", "not reproduced": "tab:red"}  # fmt: skip
+VERDICT_COLORS = {
+    "reproduced": "tab:green",
+    "partially": "tab:orange",
+    "inconclusive": "tab:purple",
+    "not reproduced": "tab:red",
+}
 OUTCOME_COLORS = {"holds": "tab:green", "fails": "tab:red", "undecided": "tab:gray"}
 
 
@@ -32,9 +36,13 @@ def forest(results: Sequence[ClaimResult | dict], ncols: int = 1):
         return None
     heights = [0.9 + 0.34 * len(r["comparisons"]) for r in rows]
     fig, axes = plt.subplots(
-        len(rows), ncols, figsize=(9.5, sum(heights) + 0.3), squeeze=False,
-        gridspec_kw={"height_ratios": heights}, layout="constrained",
-    )  # fmt: skip
+        len(rows),
+        ncols,
+        figsize=(9.5, sum(heights) + 0.3),
+        squeeze=False,
+        gridspec_kw={"height_ratios": heights},
+        layout="constrained",
+    )
     for ax, r in zip(axes[:, 0], rows, strict=True):
         comps = r["comparisons"]
         est = r["estimates"]
@@ -42,8 +50,15 @@ def forest(results: Sequence[ClaimResult | dict], ncols: int = 1):
             d = c["difference"]
             y = len(comps) - 1 - i
             color = OUTCOME_COLORS[c["outcome"]]
-            ax.errorbar(d["iqm"], y, xerr=[[d["iqm"] - d["ci_low"]], [d["ci_high"] - d["iqm"]]],
-                        fmt="o", color=color, capsize=3, ms=5)  # fmt: skip
+            ax.errorbar(
+                d["iqm"],
+                y,
+                xerr=[[d["iqm"] - d["ci_low"]], [d["ci_high"] - d["iqm"]]],
+                fmt="o",
+                color=color,
+                capsize=3,
+                ms=5,
+            )
             if c.get("margin") is not None:
                 ax.plot([-c["margin"]] * 2, [y - 0.4, y + 0.4], color="tab:blue", lw=1.5, ls="--")
             if c.get("floor") and c["floor"] in est and c["worse"] in est:
@@ -61,12 +76,17 @@ def forest(results: Sequence[ClaimResult | dict], ncols: int = 1):
         ax.set_ylim(-0.6, len(comps) - 0.4)
         ax.grid(alpha=0.3, axis="x")
         ax.tick_params(axis="x", labelsize=7.5)
-        ax.set_title(f"{r['claim_id']}: {r['verdict']}", fontsize=9, loc="left",
-                     color=verdict_color(r["verdict"]))  # fmt: skip
+        ax.set_title(
+            f"{r['claim_id']}: {r['verdict']}",
+            fontsize=9,
+            loc="left",
+            color=verdict_color(r["verdict"]),
+        )
     axes[-1, 0].set_xlabel(
         "difference A − B (> 0: the paper's way), 95% CI;  -- −δ of a 'matches' test;  "
-        "x: where a floor-level A would sit", fontsize=8,
-    )  # fmt: skip
+        "x: where a floor-level A would sit",
+        fontsize=8,
+    )
     return fig
 
 
@@ -114,7 +134,7 @@ def ci_curves(
     """Curves over seeds: per ``by`` (a method), the IQM against ``x`` with its 95% CI as a band.
 
     ``df`` has columns ``by``, ``x``, iqm, ci_low, ci_high (see
-    :func:`memrl.stats.curves.iqm_curves`, :func:`memrl.stats.points.iqm_points`).
+    :func:`memrl.stats.points.iqm_curves`, :func:`memrl.stats.points.iqm_points`).
     """
     for method, g in df.groupby(by, sort=False):
         (line,) = ax.plot(g[x], g.iqm, label=method, lw=2)
@@ -156,22 +176,39 @@ def trend_panels(results: Sequence[ClaimResult], ncols: int = 2):
     nrows = -(-len(shown) // ncols)
     tallest = max(len(r.trends) for r in shown)
     fig, axes = plt.subplots(
-        nrows, ncols, figsize=(6.4 * ncols, (2.6 + 0.32 * tallest) * nrows), squeeze=False,
+        nrows,
+        ncols,
+        figsize=(6.4 * ncols, (2.6 + 0.32 * tallest) * nrows),
+        squeeze=False,
         layout="constrained",
-    )  # fmt: skip
+    )
     for ax, res in zip(axes.flat, shown, strict=False):
         for t in res.trends:
             x = [100 * p.fraction for p in t.points]
             label = textwrap.shorten(t.comparison, 58, placeholder="…")
-            (line,) = ax.plot(x, [p.effect.iqm for p in t.points], marker="o", lw=1.5,
-                              label=f"{label}: {t.direction}, {t.heading}")  # fmt: skip
-            ax.fill_between(x, [p.effect.ci_low for p in t.points],
-                            [p.effect.ci_high for p in t.points], color=line.get_color(),
-                            alpha=0.15, lw=0)  # fmt: skip
+            (line,) = ax.plot(
+                x,
+                [p.effect.iqm for p in t.points],
+                marker="o",
+                lw=1.5,
+                label=f"{label}: {t.direction}, {t.heading}",
+            )
+            ax.fill_between(
+                x,
+                [p.effect.ci_low for p in t.points],
+                [p.effect.ci_high for p in t.points],
+                color=line.get_color(),
+                alpha=0.15,
+                lw=0,
+            )
         ax.axhline(0, color="black", lw=0.8)
         cov = "" if res.coverage is None else f", coverage {share(res.coverage)}"
-        ax.set_title(f"{res.claim.claim_id} ({res.claim.regime}{cov}): {res.verdict}",
-                     fontsize=9, loc="left", color=verdict_color(res.verdict))  # fmt: skip
+        ax.set_title(
+            f"{res.claim.claim_id} ({res.claim.regime}{cov}): {res.verdict}",
+            fontsize=9,
+            loc="left",
+            color=verdict_color(res.verdict),
+        )
         ax.set(xlabel="% of our budget", ylabel="effect (> 0: the paper's way)", xlim=(0, 105))
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22), frameon=False)

@@ -1,6 +1,6 @@
 """Gather every family's claims into ``<results>/REPORT.md`` and ``<results>/report.json``.
 
-    python -m memrl.report [results/<profile>]      # default: results/default
+    python -m memrl report [results/<profile>]      # default: results/default
 
 It only renders what the families' ``claims.json`` files say: numbers and
 verdicts were computed by the runs (see :mod:`memrl.stats.claims`).
@@ -8,13 +8,12 @@ verdicts were computed by the runs (see :mod:`memrl.stats.claims`).
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 from typing import Any
 
 from memrl.families import NAMES as FAMILY_ORDER  # the registry's order
-from memrl.runtime import atomic_write_json, atomic_write_text, repo_root
+from memrl.runtime import atomic_write_json, atomic_write_text
 from memrl.stats.claims import VERDICT_RULE, VERDICTS, category, share
 from memrl.stats.compare import MEASURED_RATES
 
@@ -67,8 +66,10 @@ def comparison_text(c: dict[str, Any]) -> str:
     d = c["difference"]
     margin = f", δ {_fmt(c['margin'])}" if c.get("margin") is not None else ""
     why = {"floor": " (both at the floor)", "power": " (power)"}.get(c.get("reason") or "", "")
-    return (f"{c['text']}: {d['iqm']:+.4g} [{d['ci_low']:+.4g}, {d['ci_high']:+.4g}]{margin} "
-            f"{c['outcome']}{why}")  # fmt: skip
+    return (
+        f"{c['text']}: {d['iqm']:+.4g} [{d['ci_low']:+.4g}, {d['ci_high']:+.4g}]{margin} "
+        f"{c['outcome']}{why}"
+    )
 
 
 def floor_text(r: dict[str, Any]) -> str:
@@ -198,12 +199,8 @@ def render(rows: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m memrl.report", description=__doc__)
-    ap.add_argument("results", nargs="?", default=None,
-                    help="a profile's results folder (default: results/default)")  # fmt: skip
-    args = ap.parse_args(argv)
-    results = Path(args.results) if args.results else repo_root() / "results" / "default"
+def write(results: Path) -> Path:
+    """``REPORT.md`` and ``report.json`` for a profile's results folder (the report stage)."""
     rows = load_rows(results)
     report = [
         {
@@ -241,8 +238,4 @@ def main(argv: list[str] | None = None) -> None:
     ]
     atomic_write_json(results / "report.json", report)
     atomic_write_text(results / "REPORT.md", render(rows) + "\n")
-    print(f"wrote {results / 'REPORT.md'} ({len(rows)} claims)")
-
-
-if __name__ == "__main__":
-    main()
+    return results / "REPORT.md"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import atexit
+import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,10 +26,13 @@ def output_dir(path: str) -> Path:
     """``path`` relative to the repo root, or a fresh scratch folder when empty.
 
     A notebook run by hand or under nbval writes to scratch, so it can never
-    overwrite the outputs DVC tracks under ``results/``.
+    overwrite the outputs DVC tracks under ``results/``; the scratch folder is removed when
+    the kernel exits.
     """
     if not path:
-        return Path(tempfile.mkdtemp(prefix="memrl-"))
+        scratch = Path(tempfile.mkdtemp(prefix="memrl-"))
+        atexit.register(shutil.rmtree, scratch, ignore_errors=True)
+        return scratch
     out = Path(path)
     out = out if out.is_absolute() else repo_root() / out
     out.mkdir(parents=True, exist_ok=True)
@@ -65,8 +70,11 @@ def save_metrics(folder: Path, rows: Sequence[dict]) -> None:
     for r in rows:
         ours = r["estimates"][r["ours_name"]]
         metrics = {k: ours[k] for k in ("iqm", "ci_low", "ci_high")}
-        metrics |= {"seeds": r["n_seeds"], "coverage": r["coverage"],
-                    "verdict_score": verdict_score(r["verdict"])}  # fmt: skip
+        metrics |= {
+            "seeds": r["n_seeds"],
+            "coverage": r["coverage"],
+            "verdict_score": verdict_score(r["verdict"]),
+        }
         atomic_write_json(folder / f"{r['claim_id']}.json", metrics)
 
 

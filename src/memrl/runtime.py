@@ -1,10 +1,11 @@
-"""Device, threads, seeding, caches and atomic writes."""
+"""Device, threads, cores, seeding, caches and atomic writes."""
 
 from __future__ import annotations
 
 import json
 import os
 import random
+import shutil
 import tempfile
 from contextlib import contextmanager
 from functools import cache
@@ -38,6 +39,15 @@ def cache_dir() -> Path:
     ``<repo>/.cache`` (the repo root is looked up only when the variable is unset)."""
     env = os.environ.get("MEMRL_CACHE")
     return Path(env) if env else repo_root() / ".cache"
+
+
+def available_cores() -> int:
+    """The cores this process may use (its CPU affinity where the OS tells it, else the
+    machine's count): what ``runtime.workers: auto`` runs that many jobs at a time on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        return os.cpu_count() or 1
 
 
 def get_device(device: str = "auto") -> str:
@@ -117,3 +127,19 @@ def _json_default(o: Any) -> Any:
     if isinstance(o, np.ndarray):
         return o.tolist()
     raise TypeError(f"not JSON serialisable: {type(o)}")
+
+
+def publish(staging: Path, out: Path) -> None:
+    """Move every entry of ``staging`` over its namesake in ``out`` (folders swapped whole):
+    readers see the old outputs or the new ones, never half of each."""
+    for src in sorted(staging.iterdir()):
+        dst = out / src.name
+        if src.is_dir():
+            old = out / f".{src.name}.old"
+            shutil.rmtree(old, ignore_errors=True)
+            if dst.exists():
+                dst.rename(old)
+            src.rename(dst)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(src, dst)

@@ -1,7 +1,7 @@
 """An offline results site: every claim in one table, each family's executed notebook as a
 page, figures inline — nothing loaded from the network.
 
-    python -m memrl.site [results/<profile>] [--out DIR]      # make site
+    python -m memrl site [results/<profile>] [--out DIR]      # make site
 
 It reads what a profile's pipeline wrote (``<results>/<family>/claims.json``, the executed
 ``<family>.ipynb`` and ``figures/``), never trains, and writes ``<results>/site/``:
@@ -14,7 +14,6 @@ local link and image resolves and that nothing is loaded from elsewhere.
 
 from __future__ import annotations
 
-import argparse
 import html
 import re
 import shutil
@@ -24,7 +23,7 @@ from typing import Any
 
 from memrl.families import FAMILIES
 from memrl.report import comparison_text, floor_text, load_rows, trend_text
-from memrl.runtime import repo_root
+from memrl.runtime import publish
 from memrl.stats.claims import VERDICTS, category
 
 CLAIMS_ANCHOR = "Claims"  # the notebooks' "## Claims" heading, as nbconvert ids it
@@ -79,9 +78,21 @@ def _estimate(e: dict[str, Any]) -> str:
 def index(rows: list[dict[str, Any]], pages: set[str], figures: dict[str, list[str]]) -> str:
     """The claims table: one row per claim, links to its family's page and figures."""
     counts = {v: n for v in VERDICTS if (n := sum(category(r["verdict"]) == v for r in rows))}
-    head = ["claim", "paper", "statement", "paper's value",
-            "comparisons: A − B [95% CI], outcome", "floor", "ours: IQM [95% CI]", "seeds",
-            "regime", "coverage", "trend", "verdict", "notebook and figures"]  # fmt: skip
+    head = [
+        "claim",
+        "paper",
+        "statement",
+        "paper's value",
+        "comparisons: A − B [95% CI], outcome",
+        "floor",
+        "ours: IQM [95% CI]",
+        "seeds",
+        "regime",
+        "coverage",
+        "trend",
+        "verdict",
+        "notebook and figures",
+    ]
     lines = [
         "<h1>memrl — does memory in RL do what the papers say?</h1>",
         f"<p>{len(rows)} claims: "
@@ -156,7 +167,6 @@ def notebook_page(ipynb: Path, title: str, pages: Iterable[str]) -> str:
 
 def build(results: Path, out: Path) -> Path:
     """Write the site for ``results`` into ``out`` (replaced whole, only once complete)."""
-    from memrl.pipeline import _publish  # folders swapped whole, once complete
 
     rows = load_rows(results)
     staging = out.parent / f".{out.name}.staging"
@@ -180,7 +190,7 @@ def build(results: Path, out: Path) -> Path:
                 )
         _forest(rows, tmp / "forest.png")
         (tmp / "index.html").write_text(index(rows, pages, figures))
-        _publish(staging, out.parent)
+        publish(staging, out.parent)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     problems = check(out)
@@ -198,12 +208,16 @@ def check(site: Path) -> list[str]:
     http) are allowed: they are not loaded."""
     problems = []
     texts = {p.name: p.read_text() for p in sorted(site.glob("*.html"))}
-    ids = {name: set(re.findall(r"""\bid\s*=\s*["']([^"']+)["']""", text))
-           for name, text in texts.items()}  # fmt: skip
+    ids = {
+        name: set(re.findall(r"""\bid\s*=\s*["']([^"']+)["']""", text))
+        for name, text in texts.items()
+    }
     for name, text in texts.items():
         p = site / name
         for attr, ref in _REF.findall(text):
-            if ref.startswith("data:") or (attr.lower() == "href" and ref.startswith(("http://", "https://", "mailto:"))):  # fmt: skip
+            if ref.startswith("data:") or (
+                attr.lower() == "href" and ref.startswith(("http://", "https://", "mailto:"))
+            ):
                 continue
             if re.match(r"^[a-z]+:|^//", ref, re.I):
                 problems.append(f"{p.name}: {attr}={ref} is loaded from elsewhere")
@@ -215,19 +229,3 @@ def check(site: Path) -> list[str]:
             elif anchor and target.suffix == ".html" and anchor not in ids.get(target.name, ()):
                 problems.append(f"{p.name}: {attr}={ref}: no element with id '{anchor}'")
     return problems
-
-
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m memrl.site", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    ap.add_argument("results", nargs="?", type=Path,
-                    help="a profile's results folder (default: results/default)")  # fmt: skip
-    ap.add_argument("--out", type=Path, help="default: <results>/site")
-    a = ap.parse_args(argv)
-    results = a.results or repo_root() / "results" / "default"
-    index_html = build(results, a.out or results / "site")
-    print(f"wrote {index_html}")
-
-
-if __name__ == "__main__":
-    main()

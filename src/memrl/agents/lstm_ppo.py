@@ -31,18 +31,38 @@ LSTM's backward was 3x slower on this CPU). ``benchmarks/lstm_ppo.py`` compares 
 from __future__ import annotations
 
 import itertools
-import time
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Annotated, Any, Literal, NamedTuple
 
 import numpy as np
 import torch as th
+from pydantic import Field
 from stable_baselines3.common.running_mean_std import RunningMeanStd
 from torch import nn
 from torch.nn import functional as F
 
 from memrl.agents.nets import mlp
 from memrl.runtime import get_device
+from memrl.schema import PosFloat, PosInt, Prob, StrictModel
+
+
+class RecurrentPPOParams(StrictModel):
+    """LSTM-PPO hyperparameters (rl-zoo ``ppo_lstm.yml``), for sb3-contrib's RecurrentPPO
+    (``RPPO``) and memrl's LSTM-PPO (``PPO-LSTM``) alike."""
+
+    n_envs: PosInt
+    n_steps: PosInt
+    batch_size: PosInt
+    n_epochs: PosInt
+    learning_rate: PosFloat
+    gamma: Annotated[float, Field(gt=0, le=1)]
+    gae_lambda: Prob
+    clip_range: PosFloat
+    ent_coef: Annotated[float, Field(ge=0)]
+    lstm_hidden_size: PosInt
+    net_arch: list[PosInt] = Field(min_length=1)
+    schedule: Literal["constant", "linear"] = "constant"  # lr and clip; zoo: linear to 0
+    normalize_obs: bool = False  # zoo: normalize (VecNormalize, observations only)
 
 
 class LSTMState(NamedTuple):
@@ -174,9 +194,15 @@ def gae(rewards, values, next_value, starts_next, gamma: float, lam: float):
 
 
 def train(
-    make_env, p: Any, total_steps: int, seed: int, eval_episodes: int = 0,
-    eval_env: Any = None, eval_at: Sequence[int] = (), check_env: Any = None,
-) -> dict[str, Any]:  # fmt: skip
+    make_env,
+    p: RecurrentPPOParams,
+    total_steps: int,
+    seed: int,
+    eval_episodes: int = 0,
+    eval_env: Any = None,
+    eval_at: Sequence[int] = (),
+    check_env: Any = None,
+) -> dict[str, Any]:
     """Train LSTM-PPO on ``p.n_envs`` envs from ``make_env(i)`` for ``total_steps`` env
     steps (summed over envs; rounded up to whole rollouts, as SB3); returns per-episode logs
     (lengths: global steps between successive episode ends, as the SB3 wrapper), the greedy
@@ -204,7 +230,7 @@ def train(
     a_state, c_state = actor.initial_state(n, device), critic.initial_state(n, device)
     ep_ret, returns, ends = np.zeros(n), [], []
     checkpoints, checkpoint_returns = sorted(eval_at) if check_env is not None else [], []
-    step, t0 = 0, time.perf_counter()
+    step = 0
     while step < total_steps:
         # ---- rollout
         buf = {k: [] for k in ("obs", "starts", "actions", "logp", "values", "rewards")}
@@ -252,10 +278,24 @@ def train(
             next_value, _ = critic.step(tensor(obs), tensor(start), c_state)
         b = {k: np.asarray(v, np.float32) for k, v in buf.items()}
         starts_next = np.concatenate([b["starts"][1:], start[None]], 0)
-        adv, ret = gae(b["rewards"], b["values"], next_value[:, 0].cpu().numpy(), starts_next,
-                       p.gamma, p.gae_lambda)  # fmt: skip
-        ro = Rollout(tensor(b["obs"]), tensor(b["starts"]), th.as_tensor(b["actions"], dtype=th.long, device=device),
-                     tensor(b["logp"]), tensor(adv), tensor(ret), a0, c0)  # fmt: skip
+        adv, ret = gae(
+            b["rewards"],
+            b["values"],
+            next_value[:, 0].cpu().numpy(),
+            starts_next,
+            p.gamma,
+            p.gae_lambda,
+        )
+        ro = Rollout(
+            tensor(b["obs"]),
+            tensor(b["starts"]),
+            th.as_tensor(b["actions"], dtype=th.long, device=device),
+            tensor(b["logp"]),
+            tensor(adv),
+            tensor(ret),
+            a0,
+            c0,
+        )
 
         # ---- updates: n_epochs passes, minibatches of whole segments; with the zoo's
         # linear schedule, lr and clip scale with the budget left (as SB3: after the rollout)
@@ -273,14 +313,19 @@ def train(
         "episode_lengths": np.diff([0, *ends]).tolist(),
         "eval_returns": evals,
         "checkpoint_returns": checkpoint_returns,
-        "seconds": time.perf_counter() - t0,
     }
 
 
 def update(
-    actor: Branch, critic: Branch, opt, params, ro: Rollout, idx: th.Tensor, clip: float,
+    actor: Branch,
+    critic: Branch,
+    opt,
+    params,
+    ro: Rollout,
+    idx: th.Tensor,
+    clip: float,
     ent_coef: float,
-) -> None:  # fmt: skip
+) -> None:
     """One gradient step on the segments ``idx`` of the rollout."""
     obs = ro.obs[:, idx]
     pieces = cut(ro.starts[:, idx].cpu().numpy())
@@ -303,9 +348,12 @@ def update(
 
 @th.no_grad()
 def evaluate(
-    actor: Branch, env: Any, episodes: int, device: str,
+    actor: Branch,
+    env: Any,
+    episodes: int,
+    device: str,
     observe: Callable[[np.ndarray], np.ndarray] = lambda raw: raw,
-) -> list[float]:  # fmt: skip
+) -> list[float]:
     """Returns of ``episodes`` greedy (argmax) episodes, each from a zero LSTM state;
     ``observe`` maps raw observations (1, d) to the policy's input (frozen normalisation)."""
     out = []

@@ -32,8 +32,14 @@ def step_prompt(task: str, observation: str) -> str:
 class CaseAgent:
     """Choose shop actions with an LLM scorer, prompted with cases selected from a bank."""
 
-    def __init__(self, scorer: LLMScorer, embedder: Embedder, bank: CaseBank | None,
-                 rng: np.random.Generator, temperature: float = 0.1):  # fmt: skip
+    def __init__(
+        self,
+        scorer: LLMScorer,
+        embedder: Embedder,
+        bank: CaseBank | None,
+        rng: np.random.Generator,
+        temperature: float = 0.1,
+    ):
         self.scorer, self.embedder, self.bank = scorer, embedder, bank
         self.rng, self.temperature = rng, temperature
         self.decisions = 0
@@ -48,8 +54,14 @@ class CaseAgent:
         reward, success = 0.0, False
         while not (done or truncated):
             adm = info["admissible"]
-            i = self.scorer.choose(PREFIX, step_prompt(task.instruction, obs),
-                                   [f" {a}" for a in adm], self.temperature, self.rng, context)  # fmt: skip
+            i = self.scorer.choose(
+                PREFIX,
+                step_prompt(task.instruction, obs),
+                [f" {a}" for a in adm],
+                self.temperature,
+                self.rng,
+                context,
+            )
             self.decisions += 1
             actions.append(adm[i])
             obs, reward, done, truncated, info = env.step(adm[i])

@@ -111,8 +111,9 @@ class AnswerAgent:
         memories = bank.retrieve(q.question, self.k)
         key = (q.question, memories, q.candidates)
         if key not in self.cache:
-            s = self.scorer.score(ANSWER_PREFIX, self.prompt(memories, q.question),
-                                  [f" {c}" for c in q.candidates])  # fmt: skip
+            s = self.scorer.score(
+                ANSWER_PREFIX, self.prompt(memories, q.question), [f" {c}" for c in q.candidates]
+            )
             self.cache[key] = q.candidates[int(np.argmax(s))]
             self.calls += 1
         return self.cache[key]
@@ -161,8 +162,12 @@ MANAGER_PREFIX = (
 
 def candidate_actions(related: Sequence[int]) -> list[Action]:
     """ADD, NOOP, then UPDATE and DELETE of each related memory (the policy's action set)."""
-    return [Action("ADD"), Action("NOOP"), *(Action("UPDATE", j) for j in related),
-            *(Action("DELETE", j) for j in related)]  # fmt: skip
+    return [
+        Action("ADD"),
+        Action("NOOP"),
+        *(Action("UPDATE", j) for j in related),
+        *(Action("DELETE", j) for j in related),
+    ]
 
 
 class PromptedManager:
@@ -196,9 +201,12 @@ class ManagerPolicy(nn.Module):
         super().__init__()
         self.dim, self.k, self.hidden = dim, k, hidden
         self.net = nn.Sequential(
-            nn.Linear(3 * dim + 1, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(),
+            nn.Linear(3 * dim + 1, hidden),
+            nn.Tanh(),
+            nn.Linear(hidden, hidden),
+            nn.Tanh(),
             nn.Linear(hidden, 4),
-        )  # fmt: skip
+        )
 
     def forward(self, x: th.Tensor, mask: th.Tensor) -> th.Tensor:
         """``x`` (B, k, 3d+1) pair features, ``mask`` (B, k) -> logits (B, 2 + 2k)."""
@@ -210,8 +218,10 @@ class ManagerPolicy(nn.Module):
 
     def save(self, path: str | Path) -> None:
         """Write the policy with its sizes (``th.save``), so :meth:`load` needs nothing else."""
-        th.save({"dim": self.dim, "k": self.k, "hidden": self.hidden,
-                 "state_dict": self.state_dict()}, path)  # fmt: skip
+        th.save(
+            {"dim": self.dim, "k": self.k, "hidden": self.hidden, "state_dict": self.state_dict()},
+            path,
+        )
 
     @classmethod
     def load(cls, path: str | Path, k: int | None = None) -> ManagerPolicy:
@@ -284,8 +294,13 @@ class GRPOConfig(NamedTuple):
     beta: float  # KL penalty to the initial policy (k3 estimator); 0 disables
 
 
-def reward_questions(turn: Turn, bank: MemoryBank, related: Sequence[int],
-                     key_of: dict[str, str], latest: dict[str, Question]) -> list[Question]:  # fmt: skip
+def reward_questions(
+    turn: Turn,
+    bank: MemoryBank,
+    related: Sequence[int],
+    key_of: dict[str, str],
+    latest: dict[str, Question],
+) -> list[Question]:
     """The questions a training turn's operation is rewarded on: the turn's probe and, for
     the most related memory about another fact (the first such one an UPDATE / DELETE could
     touch), that fact's question as of now, so that overwriting or deleting what still holds
@@ -341,12 +356,20 @@ def train_grpo(
                     questions = reward_questions(turn, bank, rel, key_of, latest)
                     dist = th.distributions.Categorical(logits=logits)
                     a = th.multinomial(dist.probs, cfg.group, replacement=True, generator=gen)
-                    r = np.array([
-                        np.mean([exact_match(answerer.answer(after, q), q.answer)
-                                 for q in questions])
-                        for after in (bank.apply(index_to_action(int(i), rel, policy.k),
-                                                 turn.fact) for i in a)
-                    ])  # fmt: skip
+                    r = np.array(
+                        [
+                            np.mean(
+                                [
+                                    exact_match(answerer.answer(after, q), q.answer)
+                                    for q in questions
+                                ]
+                            )
+                            for after in (
+                                bank.apply(index_to_action(int(i), rel, policy.k), turn.fact)
+                                for i in a
+                            )
+                        ]
+                    )
                     rewards.append(r.mean())
                     if r.std() > 0:  # a group with one reward teaches nothing
                         xs.append(xt.expand(cfg.group, -1, -1))
@@ -376,9 +399,15 @@ def train_grpo(
                     loss.backward()
                     opt.step()
                     loss_v = float(loss.detach())
-            history.append({"epoch": epoch + 1, "conversation": conv.cid,
-                            "probe_em": float(np.mean(rewards)) if rewards else float("nan"),
-                            "groups_with_signal": len(xs), "loss": loss_v})  # fmt: skip
+            history.append(
+                {
+                    "epoch": epoch + 1,
+                    "conversation": conv.cid,
+                    "probe_em": float(np.mean(rewards)) if rewards else float("nan"),
+                    "groups_with_signal": len(xs),
+                    "loss": loss_v,
+                }
+            )
             if checkpoint is not None:
                 checkpoint(len(history) / (cfg.epochs * len(convs)))
     return history
@@ -395,20 +424,35 @@ def build_bank(manager, conv: Conversation, embed: Embed) -> tuple[MemoryBank, l
     return bank, ops
 
 
-def evaluate(manager, convs: Sequence[Conversation], answerer: AnswerAgent, embed: Embed,
-             progress: Callable[[], None] | None = None) -> tuple[list[dict], list[dict]]:  # fmt: skip
+def evaluate(
+    manager,
+    convs: Sequence[Conversation],
+    answerer: AnswerAgent,
+    embed: Embed,
+    progress: Callable[[], None] | None = None,
+) -> tuple[list[dict], list[dict]]:
     """Rows per question (category, prediction, exact match, F1) and per turn (the
     operation chosen beside the turn's kind, a diagnostic no manager sees)."""
     rows, ops = [], []
     for conv in convs:
         bank, chosen = build_bank(manager, conv, embed)
-        ops += [{"conversation": conv.cid, "kind": t.kind, "op": op}
-                for t, op in zip(conv.turns, chosen, strict=True)]  # fmt: skip
+        ops += [
+            {"conversation": conv.cid, "kind": t.kind, "op": op}
+            for t, op in zip(conv.turns, chosen, strict=True)
+        ]
         for q in conv.questions:
             pred = answerer.answer(bank, q)
-            rows.append({"conversation": conv.cid, "category": q.category, "answer": q.answer,
-                         "prediction": pred, "em": exact_match(pred, q.answer),
-                         "f1": f1_score(pred, q.answer), "memories": len(bank)})  # fmt: skip
+            rows.append(
+                {
+                    "conversation": conv.cid,
+                    "category": q.category,
+                    "answer": q.answer,
+                    "prediction": pred,
+                    "em": exact_match(pred, q.answer),
+                    "f1": f1_score(pred, q.answer),
+                    "memories": len(bank),
+                }
+            )
         if progress is not None:
             progress()
     return rows, ops

@@ -18,12 +18,27 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
+from pydantic import Field
 
 from memrl.envs.registry import make
 from memrl.memory.episodic import EpisodicMemory
+from memrl.schema import PosInt, Prob, StrictModel
+
+
+class MFECParams(StrictModel):
+    """Model-Free Episodic Control (Blundell et al. 2016)."""
+
+    key_dim: PosInt
+    k: PosInt
+    capacity: PosInt
+    gamma: Annotated[float, Field(gt=0, le=1)]
+    epsilon_start: Prob
+    epsilon_final: Prob
+    exploration_fraction: Prob
+    merge_radius: Annotated[float, Field(ge=0)] = 0.0
 
 
 def linear_epsilon(step: int, start: float, final: float, decay_steps: int) -> float:
@@ -51,7 +66,7 @@ def discounted_returns(rewards: list[float], gamma: float) -> np.ndarray:
 class MFEC:
     """Episodic tables, projection and the epsilon-greedy policy (no environment inside)."""
 
-    def __init__(self, obs_dim: int, n_actions: int, p: Any, seed: int) -> None:
+    def __init__(self, obs_dim: int, n_actions: int, p: MFECParams, seed: int) -> None:
         self.p = p
         self.rng = np.random.default_rng(seed)
         self.n_actions = n_actions
@@ -97,7 +112,7 @@ class MFEC:
 
 
 def train(
-    env_id: str, p: Any, total_steps: int, seed: int, memory_at: Sequence[int] = ()
+    env_id: str, p: MFECParams, total_steps: int, seed: int, memory_at: Sequence[int] = ()
 ) -> dict[str, Any]:
     """Run MFEC for ``total_steps`` environment steps; returns per-episode logs and memory
     stats (``memory_sizes``: keys stored after each step count in ``memory_at``)."""
@@ -109,7 +124,6 @@ def train(
     rewards: list[float] = []
     returns, lengths = [], []
     decay_steps = int(p.exploration_fraction * total_steps)
-    start = time.perf_counter()
     record, sizes = set(memory_at), []
     for step in range(total_steps):
         if step in record:
@@ -135,5 +149,4 @@ def train(
         "memory_sizes": sizes,
         "scanned_per_step": agent.scanned / total_steps,
         "lookup_seconds": agent.lookup_seconds,
-        "seconds": time.perf_counter() - start,
     }

@@ -16,16 +16,38 @@
 
 from __future__ import annotations
 
-import time
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import torch as th
+from pydantic import Field
 from torch import nn
 
 from memrl.agents.mfec import greedy, linear_epsilon
 from memrl.envs.registry import make
 from memrl.memory.dnd import DND
+from memrl.schema import NonNegInt, PosFloat, PosInt, Prob, StrictModel
+
+
+class NECParams(StrictModel):
+    """Neural Episodic Control (Pritzel et al. 2017)."""
+
+    key_dim: PosInt
+    capacity: PosInt
+    neighbours: PosInt
+    delta: PosFloat
+    alpha: Prob
+    learning_rate: PosFloat
+    dnd_learning_rate: Annotated[float, Field(ge=0)]
+    buffer_size: PosInt
+    batch_size: PosInt
+    n_step: PosInt
+    gamma: Annotated[float, Field(gt=0, le=1)]
+    train_freq: PosInt
+    learning_starts: NonNegInt
+    epsilon_start: Prob
+    epsilon_final: Prob
+    exploration_fraction: Prob
 
 
 def embedding_network(obs_shape: tuple[int, ...], key_dim: int) -> nn.Module:
@@ -64,7 +86,7 @@ class NStepReturns:
         return [self._target(bootstrap) for _ in range(len(self.pending))]
 
 
-def train(env_id: str, p: Any, total_steps: int, seed: int) -> dict[str, Any]:
+def train(env_id: str, p: NECParams, total_steps: int, seed: int) -> dict[str, Any]:
     """Run NEC for ``total_steps`` environment steps; returns per-episode logs."""
     th.manual_seed(seed)
     rng = np.random.default_rng(seed)
@@ -99,7 +121,6 @@ def train(env_id: str, p: Any, total_steps: int, seed: int) -> dict[str, Any]:
     obs, _ = env.reset(seed=seed)
     h, q = q_all(obs)
     decay_steps = int(p.exploration_fraction * total_steps)
-    start = time.perf_counter()
     for step in range(total_steps):
         eps = linear_epsilon(step, p.epsilon_start, p.epsilon_final, decay_steps)
         if rng.random() < eps:
@@ -148,5 +169,4 @@ def train(env_id: str, p: Any, total_steps: int, seed: int) -> dict[str, Any]:
         "episode_lengths": lengths,
         "memory_size": sum(len(d) for d in dnds),
         "final_loss": float(np.mean(losses[-100:])) if losses else float("nan"),
-        "seconds": time.perf_counter() - start,
     }

@@ -11,15 +11,42 @@ the encoders' previous-action input) and reach the env as indices.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple, Protocol
+from typing import Annotated, Any, Literal, NamedTuple, Protocol
 
 import gymnasium as gym
 import numpy as np
 import torch as th
+from pydantic import Field
 
 from memrl.memory.sequence import SequenceReplayBuffer
+from memrl.schema import NonNegInt, PosFloat, PosInt, Prob, StrictModel
+
+
+class RecurrentParams(StrictModel):
+    """Recurrent SAC / TD3 / SAC-discrete (the method name sets ``core`` and ``shared_encoder``)."""
+
+    core: Literal["gru", "lstm", "ffm", "window"] = "lstm"
+    shared_encoder: bool = False
+    hidden_size: PosInt
+    head: list[PosInt] = Field(min_length=1)
+    learning_rate: PosFloat
+    gamma: Annotated[float, Field(gt=0, le=1)]
+    tau: Annotated[float, Field(gt=0, le=1)]
+    buffer_size: PosInt
+    seq_len: PosInt
+    batch_size: PosInt
+    learning_starts: NonNegInt
+    train_freq: PosInt
+    gradient_steps: PosInt
+    context: PosInt = 4  # window core: frames seen (the current one and K - 1 before)
+    ffm_memory: PosInt = 8  # FFM: trace size m
+    ffm_context: PosInt = 4  # FFM: frequencies c
+    expl_noise: Annotated[float, Field(ge=0)] = 0.1  # TD3 (Fujimoto et al. 2018)
+    target_noise: Annotated[float, Field(ge=0)] = 0.2
+    noise_clip: Annotated[float, Field(ge=0)] = 0.5
+    policy_delay: PosInt = 2
+    target_entropy_ratio: Prob = 0.98  # SAC-discrete (Christodoulou 2019)
 
 
 class RecurrentAgent(Protocol):
@@ -34,7 +61,7 @@ class RecurrentAgent(Protocol):
 def run(
     agent: RecurrentAgent,
     env: gym.Env,
-    p: Any,
+    p: RecurrentParams,
     total_steps: int,
     seed: int,
     eval_episodes: int = 0,
@@ -73,7 +100,6 @@ def run(
 
     buf = SequenceReplayBuffer(p.buffer_size, p.seq_len, seed=buf_seed)
     returns, lengths = [], []
-    start = time.perf_counter()
     step = 0
     obs, _ = env.reset(seed=seed)
 
@@ -113,13 +139,11 @@ def run(
             returns.append(float(sum(ep_rew)))
             lengths.append(len(ep_rew))
             obs, _ = env.reset()
-    seconds = time.perf_counter() - start
     return {
         "episode_returns": returns,
         "episode_lengths": lengths,
         "eval_returns": evaluate(agent, env, eval_episodes, act_dim, to_env),
         "checkpoint_returns": checkpoint_returns,
-        "seconds": seconds,
     }
 
 
@@ -148,8 +172,10 @@ def evaluate(
 
 def _step_input(obs, prev_a, prev_r, device: str) -> list[th.Tensor]:
     """``[o_t, a_{t-1}, r_{t-1}]`` as float32 batches of one, for an encoder's step mode."""
-    return [th.as_tensor(np.asarray(v, dtype=np.float32)[None], device=device)
-            for v in (obs, prev_a, prev_r)]  # fmt: skip
+    return [
+        th.as_tensor(np.asarray(v, dtype=np.float32)[None], device=device)
+        for v in (obs, prev_a, prev_r)
+    ]
 
 
 class Features(NamedTuple):
@@ -207,7 +233,7 @@ def history(batch, device: str) -> tuple[th.Tensor, ...]:
     return full_obs, full_pa, full_pr, act, rew, t(batch.dones), t(batch.mask)
 
 
-def encoder(obs_dim: int, act_dim: int, p: Any, device: str):
+def encoder(obs_dim: int, act_dim: int, p: RecurrentParams, device: str):
     """A history encoder with ``p``'s core (``p.context`` steps for the windowed core,
     ``p.ffm_memory`` traces by ``p.ffm_context`` frequencies for FFM)."""
     from memrl.memory.history import HistoryEncoder
@@ -220,7 +246,7 @@ def encoder(obs_dim: int, act_dim: int, p: Any, device: str):
     return HistoryEncoder(obs_dim, act_dim, p.core, p.hidden_size, **kwargs).to(device)
 
 
-def actor_optimiser(head: Any, actor_encoder: Any, p: Any):
+def actor_optimiser(head: Any, actor_encoder: Any, p: RecurrentParams):
     """Adam over the actor's head and its encoder — unless the encoder is shared, when
     only the critic's loss trains it (Ni et al.'s ablation)."""
     from memrl.agents.nets import adam
@@ -231,7 +257,9 @@ def actor_optimiser(head: Any, actor_encoder: Any, p: Any):
     return adam(params, lr=p.learning_rate)
 
 
-def encoders_and_critics(obs_dim: int, act_dim: int, p: Any, device: str, discrete: bool = False):
+def encoders_and_critics(
+    obs_dim: int, act_dim: int, p: RecurrentParams, device: str, discrete: bool = False
+):
     """The parts recurrent SAC and TD3 share: ``(actor_encoder, critic_encoder, q1, q2)``.
 
     Separate actor and critic history encoders (Ni et al.'s recommendation) unless

@@ -52,7 +52,9 @@ class Actor(nn.Module):
 class RecurrentSAC:
     """Networks, optimisers and the update rule (the environment loop is :func:`train`)."""
 
-    def __init__(self, obs_dim: int, act_dim: int, p: Any, device: str = "cpu") -> None:
+    def __init__(
+        self, obs_dim: int, act_dim: int, p: recurrent_loop.RecurrentParams, device: str = "cpu"
+    ) -> None:
         self.p, self.device, self.act_dim = p, device, act_dim
         hid = p.hidden_size
         self.actor_encoder, self.critic_encoder, self.q1, self.q2 = (
@@ -111,7 +113,12 @@ class RecurrentSAC:
 
 
 def train(
-    env: gym.Env, p: Any, total_steps: int, seed: int, eval_episodes: int = 0, **evals: Any
+    env: gym.Env,
+    p: recurrent_loop.RecurrentParams,
+    total_steps: int,
+    seed: int,
+    eval_episodes: int = 0,
+    **evals: Any,
 ) -> dict[str, Any]:
     """Run recurrent SAC on a continuous-action ``env``; returns per-episode logs
     (``evals``: checkpoint evaluations, see :func:`~memrl.agents.recurrent_loop.run`)."""

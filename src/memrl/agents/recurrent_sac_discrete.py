@@ -35,7 +35,9 @@ from memrl.runtime import get_device
 class RecurrentSACDiscrete:
     """Networks, optimisers and the update rule (the environment loop is shared)."""
 
-    def __init__(self, obs_dim: int, n_actions: int, p: Any, device: str = "cpu") -> None:
+    def __init__(
+        self, obs_dim: int, n_actions: int, p: recurrent_loop.RecurrentParams, device: str = "cpu"
+    ) -> None:
         self.p, self.device, self.n_actions = p, device, n_actions
         self.actor_encoder, self.critic_encoder, self.q1, self.q2 = (
             recurrent_loop.encoders_and_critics(obs_dim, n_actions, p, device, discrete=True)
@@ -104,7 +106,12 @@ class RecurrentSACDiscrete:
 
 
 def train(
-    env: gym.Env, p: Any, total_steps: int, seed: int, eval_episodes: int = 0, **evals: Any
+    env: gym.Env,
+    p: recurrent_loop.RecurrentParams,
+    total_steps: int,
+    seed: int,
+    eval_episodes: int = 0,
+    **evals: Any,
 ) -> dict[str, Any]:
     """Run recurrent SAC-discrete on a discrete-action ``env``; returns per-episode logs
     (``evals``: checkpoint evaluations, see :func:`~memrl.agents.recurrent_loop.run`)."""

@@ -30,7 +30,9 @@ from memrl.runtime import get_device
 class RecurrentTD3:
     """Networks, optimisers and the update rule (the environment loop is shared)."""
 
-    def __init__(self, obs_dim: int, act_dim: int, p: Any, device: str = "cpu") -> None:
+    def __init__(
+        self, obs_dim: int, act_dim: int, p: recurrent_loop.RecurrentParams, device: str = "cpu"
+    ) -> None:
         self.p, self.device, self.act_dim = p, device, act_dim
         hid = p.hidden_size
         self.actor_encoder, self.critic_encoder, self.q1, self.q2 = (
@@ -99,7 +101,12 @@ class RecurrentTD3:
 
 
 def train(
-    env: gym.Env, p: Any, total_steps: int, seed: int, eval_episodes: int = 0, **evals: Any
+    env: gym.Env,
+    p: recurrent_loop.RecurrentParams,
+    total_steps: int,
+    seed: int,
+    eval_episodes: int = 0,
+    **evals: Any,
 ) -> dict[str, Any]:
     """Run recurrent TD3 on a continuous-action ``env``; returns per-episode logs
     (``evals``: checkpoint evaluations, see :func:`~memrl.agents.recurrent_loop.run`)."""

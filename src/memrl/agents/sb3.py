@@ -2,11 +2,42 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from memrl.runtime import get_device
+from memrl.schema import NonNegInt, PosFloat, PosInt, Prob, StrictModel
+
+
+class DQNParams(StrictModel):
+    """SB3 DQN keyword arguments (``net_arch`` goes to ``policy_kwargs``)."""
+
+    learning_rate: PosFloat
+    batch_size: PosInt
+    buffer_size: PosInt
+    learning_starts: NonNegInt
+    gamma: Annotated[float, Field(gt=0, le=1)]
+    target_update_interval: PosInt
+    train_freq: PosInt
+    gradient_steps: PosInt
+    exploration_fraction: Prob
+    exploration_final_eps: Prob
+    net_arch: list[PosInt] = Field(min_length=1)
+    train_freq_unit: Literal["step", "episode"] = "step"  # SB3's train_freq=(n, unit)
+    tau: Annotated[float, Field(gt=0, le=1)] = 1.0  # target update: 1 = copy (SB3 default)
+
+
+class SACParams(StrictModel):
+    """SB3 SAC keyword arguments (``net_arch`` goes to ``policy_kwargs``)."""
+
+    learning_rate: PosFloat
+    batch_size: PosInt
+    buffer_size: PosInt
+    learning_starts: NonNegInt
+    gamma: Annotated[float, Field(gt=0, le=1)]
+    tau: Annotated[float, Field(gt=0, le=1)]
+    net_arch: list[PosInt] = Field(min_length=1)
 
 
 def sb3_kwargs(hp: BaseModel, seed: int, **overrides: Any) -> dict[str, Any]:
@@ -21,6 +52,15 @@ def sb3_kwargs(hp: BaseModel, seed: int, **overrides: Any) -> dict[str, Any]:
     kwargs.update(seed=seed, device=get_device(), verbose=0)
     kwargs.update(overrides)
     return kwargs
+
+
+def silent(model: Any) -> Any:
+    """``model`` with a logger that writes nothing: SB3's default makes a ``SB3-<date>``
+    folder in the temp directory on every ``learn()``, and we read our own episode logs."""
+    from stable_baselines3.common.logger import Logger
+
+    model.set_logger(Logger(folder=None, output_formats=[]))
+    return model
 
 
 def minatar_cnn_extractor():

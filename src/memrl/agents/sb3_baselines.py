@@ -4,16 +4,21 @@ Each function trains one SB3 model with one seed and returns its per-episode tra
 log (``episode_returns``, ``episode_lengths``) and, where asked, the returns of
 deterministic evaluation episodes on an env seeded apart from training's
 (``seed + EVAL_SEED_OFFSET``). Hyperparameter blocks are the validated pydantic models
-of :mod:`memrl.config`; :func:`memrl.agents.sb3.sb3_kwargs` maps them onto SB3.
+beside the agents (:class:`~memrl.agents.sb3.DQNParams`, :class:`~memrl.agents.sb3.SACParams`,
+:class:`~memrl.agents.lstm_ppo.RecurrentPPOParams`); :func:`memrl.agents.sb3.sb3_kwargs` maps
+them onto SB3.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from memrl.agents.sb3 import minatar_cnn_extractor, sb3_kwargs
+from memrl.agents.sb3 import DQNParams, SACParams, minatar_cnn_extractor, sb3_kwargs, silent
 from memrl.runtime import get_device
+
+if TYPE_CHECKING:
+    from memrl.agents.lstm_ppo import RecurrentPPOParams
 
 EVAL_SEED_OFFSET = 10_000  # evaluation envs never share a seed with training envs
 CHECKPOINT_SEED_OFFSET = 20_000  # checkpoint evaluations: an env of their own
@@ -56,9 +61,13 @@ def _log(env: Any) -> dict[str, list]:
 
 
 def sac_train(
-    env_id: str, hp: Any, total_steps: int, seed: int, eval_episodes: int,
+    env_id: str,
+    hp: SACParams,
+    total_steps: int,
+    seed: int,
+    eval_episodes: int,
     eval_at: Sequence[int] = (),
-) -> dict:  # fmt: skip
+) -> dict:
     """SB3 SAC with an MLP (the memoryless baseline of the recurrent family); with
     ``eval_at``, ``eval_episodes`` greedy episodes on an env of their own after each of
     those step counts (``checkpoint_returns``)."""
@@ -70,7 +79,9 @@ def sac_train(
     env = Monitor(make(env_id, seed))
     check_env = Monitor(make(env_id, seed + CHECKPOINT_SEED_OFFSET))
     checks = checkpoint_callback(eval_at, lambda m: evaluate_returns(m, check_env, eval_episodes))
-    model = SAC("MlpPolicy", env, **sb3_kwargs(hp, seed)).learn(total_steps, callback=checks)
+    model = silent(SAC("MlpPolicy", env, **sb3_kwargs(hp, seed))).learn(
+        total_steps, callback=checks
+    )
     evals = evaluate_returns(model, Monitor(make(env_id, seed + EVAL_SEED_OFFSET)), eval_episodes)
     return {**_log(env), "eval_returns": evals, "checkpoint_returns": checks.results}
 
@@ -80,7 +91,7 @@ def _scheduled(value: float, schedule: str) -> float | Callable[[float], float]:
     return value if schedule == "constant" else (lambda left: value * left)
 
 
-def _normalised(venv: Any, hp: Any, training: Any = None) -> Any:
+def _normalised(venv: Any, hp: RecurrentPPOParams, training: Any = None) -> Any:
     """``venv`` with observations standardised as the zoo's ``normalize`` (VecNormalize,
     obs only) when ``hp.normalize_obs``; given the ``training`` env, its running stats are
     shared and never updated here (evaluation)."""
@@ -95,9 +106,13 @@ def _normalised(venv: Any, hp: Any, training: Any = None) -> Any:
 
 
 def rppo_train(
-    env_id: str, hp: Any, total_steps: int, seed: int, eval_episodes: int,
+    env_id: str,
+    hp: RecurrentPPOParams,
+    total_steps: int,
+    seed: int,
+    eval_episodes: int,
     eval_at: Sequence[int] = (),
-) -> dict:  # fmt: skip
+) -> dict:
     """sb3-contrib RecurrentPPO (rl-zoo ``ppo_lstm`` settings) on ``hp.n_envs`` envs, with
     checkpoint evaluations as :func:`sac_train`.
 
@@ -154,7 +169,7 @@ def rppo_train(
 
     check_env = env(CHECKPOINT_SEED_OFFSET)
     checks = checkpoint_callback(eval_at, lambda m: evaluate_returns(m, check_env, eval_episodes))
-    model.learn(total_steps, callback=[Episodes(), checks])
+    silent(model).learn(total_steps, callback=[Episodes(), checks])
     eval_env = env(EVAL_SEED_OFFSET)
     return {
         "episode_returns": returns,
@@ -164,7 +179,7 @@ def rppo_train(
     }
 
 
-def dqn_train(env_id: str, hp: Any, total_steps: int, seed: int) -> dict[str, Any]:
+def dqn_train(env_id: str, hp: DQNParams, total_steps: int, seed: int) -> dict[str, Any]:
     """SB3 DQN (MinAtar's network on MinAtar frames, an MLP on vector observations)."""
     from stable_baselines3 import DQN
     from stable_baselines3.common.monitor import Monitor
@@ -179,14 +194,18 @@ def dqn_train(env_id: str, hp: Any, total_steps: int, seed: int) -> dict[str, An
         kwargs["policy_kwargs"].update(
             features_extractor_class=minatar_cnn_extractor(), normalize_images=False
         )
-    DQN(policy, env, **kwargs).learn(total_steps)
+    silent(DQN(policy, env, **kwargs)).learn(total_steps)
     return {**_log(env), "memory_size": min(hp.buffer_size, total_steps)}  # transitions kept
 
 
 def per_dqn_train(
-    env_id: str, hp: Any, per: dict[str, float] | None, total_steps: int, seed: int,
+    env_id: str,
+    hp: DQNParams,
+    per: dict[str, float] | None,
+    total_steps: int,
+    seed: int,
     eval_episodes: int,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """SB3 DQN, with prioritized replay (:class:`memrl.agents.per_dqn.PrioritizedDQN`) when
     ``per`` gives its ``alpha`` and ``beta0``; evaluated on ``eval_episodes`` episodes
     (mean return in ``eval_return``)."""
@@ -203,7 +222,7 @@ def per_dqn_train(
         model = PrioritizedDQN("MlpPolicy", env, replay_buffer_kwargs=dict(per), **kwargs)
     else:
         model = DQN("MlpPolicy", env, **kwargs)
-    model.learn(total_steps)
+    silent(model).learn(total_steps)
     eval_env = Monitor(gym.make(env_id))
     eval_env.reset(seed=seed + EVAL_SEED_OFFSET)
     evals = evaluate_returns(model, eval_env, eval_episodes)
@@ -211,9 +230,14 @@ def per_dqn_train(
 
 
 def her_dqn_success(
-    n_bits: int, hp: Any, her: dict[str, Any] | None, total_steps: int, seed: int,
-    eval_episodes: int, eval_at: Sequence[int] = (),
-) -> list[float]:  # fmt: skip
+    n_bits: int,
+    hp: DQNParams,
+    her: dict[str, Any] | None,
+    total_steps: int,
+    seed: int,
+    eval_episodes: int,
+    eval_at: Sequence[int] = (),
+) -> list[float]:
     """SB3 DQN on SB3's bit-flipping env (with ``HerReplayBuffer(**her)`` when given): the
     success rate of ``eval_episodes`` deterministic episodes after each step count of
     ``eval_at`` and after training (the last value). Evaluation episodes run on an env of
@@ -242,15 +266,20 @@ def her_dqn_success(
         return successes / eval_episodes
 
     checks = checkpoint_callback(eval_at, success)
-    model = DQN("MultiInputPolicy", env, **kwargs)
+    model = silent(DQN("MultiInputPolicy", env, **kwargs))
     model.learn(total_steps, callback=checks)
     return [*checks.results, success(model)]
 
 
 def sac_with_prior_train(
-    env_id: str, hp: Any, prior: Any, prior_fraction: float, total_steps: int, seed: int,
+    env_id: str,
+    hp: SACParams,
+    prior: Any,
+    prior_fraction: float,
+    total_steps: int,
+    seed: int,
     eval_episodes: int,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """SB3 SAC whose batches mix ``prior_fraction`` of ``prior`` transitions (a
     :class:`memrl.memory.mixed.Transitions`; Replay across Experiments) with its own;
     ``prior=None`` trains from scratch. Mean evaluation return in ``eval_return``."""
@@ -266,7 +295,7 @@ def sac_with_prior_train(
     if prior is not None:
         kwargs["replay_buffer_class"] = MixedReplayBuffer
         kwargs["replay_buffer_kwargs"] = {"prior": prior, "prior_fraction": prior_fraction}
-    model = SAC("MlpPolicy", env, **kwargs)
+    model = silent(SAC("MlpPolicy", env, **kwargs))
     model.learn(total_steps)
     eval_env = Monitor(gym.make(env_id))
     eval_env.reset(seed=seed + EVAL_SEED_OFFSET)

@@ -39,57 +39,130 @@ import numpy as np
 
 from memrl.runtime import atomic_write_text
 
-NAMES = ["Alice", "Bruno", "Chen", "Dana", "Elif", "Farid", "Greta", "Hugo", "Ines", "Jonas",
-         "Kemal", "Lena", "Mateo", "Nadia", "Omar", "Priya", "Quinn", "Rosa", "Sven", "Tara"]  # fmt: skip
+NAMES = [
+    "Alice",
+    "Bruno",
+    "Chen",
+    "Dana",
+    "Elif",
+    "Farid",
+    "Greta",
+    "Hugo",
+    "Ines",
+    "Jonas",
+    "Kemal",
+    "Lena",
+    "Mateo",
+    "Nadia",
+    "Omar",
+    "Priya",
+    "Quinn",
+    "Rosa",
+    "Sven",
+    "Tara",
+]
 NONE = "none"
 
 # per attribute: values; (fact, utterance) templates for intro / change / retract;
 # the single-hop question; the temporal question about the latest change
 ATTRIBUTES: dict[str, dict] = {
     "city": {
-        "values": ["Paris", "Rome", "Oslo", "Lisbon", "Vienna", "Dublin", "Prague", "Madrid",
-                   "Athens", "Warsaw"],
-        "intro": [("{p} lives in {v}.", "I live in {v}."),
-                  ("{p} is based in {v}.", "I'm based in {v} these days.")],
-        "change": [("{p} moved to {v}.", "Big news: I moved to {v}!"),
-                   ("{p} now lives in {v}.", "I live in {v} now."),
-                   ("{p} relocated to {v} for a fresh start.", "I relocated to {v}.")],
+        "values": [
+            "Paris",
+            "Rome",
+            "Oslo",
+            "Lisbon",
+            "Vienna",
+            "Dublin",
+            "Prague",
+            "Madrid",
+            "Athens",
+            "Warsaw",
+        ],
+        "intro": [
+            ("{p} lives in {v}.", "I live in {v}."),
+            ("{p} is based in {v}.", "I'm based in {v} these days."),
+        ],
+        "change": [
+            ("{p} moved to {v}.", "Big news: I moved to {v}!"),
+            ("{p} now lives in {v}.", "I live in {v} now."),
+            ("{p} relocated to {v} for a fresh start.", "I relocated to {v}."),
+        ],
         "retract": [],
         "question": "Where does {p} live?",
         "temporal": "When did {p} move to {v}?",
     },
     "job": {
-        "values": ["nurse", "chef", "teacher", "engineer", "pilot", "lawyer", "baker",
-                   "architect", "dentist", "journalist"],
-        "intro": [("{p} works as a {v}.", "I work as a {v}."),
-                  ("{p} has a job as a {v}.", "My job? I'm a {v}.")],
-        "change": [("{p} started a new job as a {v}.", "I started a new job as a {v}!"),
-                   ("{p} changed careers and is now a {v}.", "I changed careers, I'm a {v} now.")],
-        "retract": [("{p} quit the job as a {v} and is not working now.", "I quit being a {v}."),
-                    ("{p} is no longer a {v}.", "I'm not a {v} anymore.")],
+        "values": [
+            "nurse",
+            "chef",
+            "teacher",
+            "engineer",
+            "pilot",
+            "lawyer",
+            "baker",
+            "architect",
+            "dentist",
+            "journalist",
+        ],
+        "intro": [
+            ("{p} works as a {v}.", "I work as a {v}."),
+            ("{p} has a job as a {v}.", "My job? I'm a {v}."),
+        ],
+        "change": [
+            ("{p} started a new job as a {v}.", "I started a new job as a {v}!"),
+            ("{p} changed careers and is now a {v}.", "I changed careers, I'm a {v} now."),
+        ],
+        "retract": [
+            ("{p} quit the job as a {v} and is not working now.", "I quit being a {v}."),
+            ("{p} is no longer a {v}.", "I'm not a {v} anymore."),
+        ],
         "question": "What is {p}'s job?",
         "temporal": "When did {p} start working as a {v}?",
     },
     "hobby": {
-        "values": ["chess", "painting", "hiking", "swimming", "pottery", "guitar", "yoga",
-                   "cycling", "baking", "photography"],
-        "intro": [("{p} enjoys {v} as a hobby.", "In my free time I enjoy {v}."),
-                  ("{p}'s favourite hobby is {v}.", "My favourite hobby is {v}.")],
-        "change": [("{p} took up {v} as a new hobby instead.", "I took up {v} instead!"),
-                   ("{p} switched hobbies to {v}.", "These days my hobby is {v}.")],
-        "retract": [("{p} gave up {v} and has no hobby now.", "I gave up {v}."),
-                    ("{p} stopped doing {v}.", "I stopped {v}.")],
+        "values": [
+            "chess",
+            "painting",
+            "hiking",
+            "swimming",
+            "pottery",
+            "guitar",
+            "yoga",
+            "cycling",
+            "baking",
+            "photography",
+        ],
+        "intro": [
+            ("{p} enjoys {v} as a hobby.", "In my free time I enjoy {v}."),
+            ("{p}'s favourite hobby is {v}.", "My favourite hobby is {v}."),
+        ],
+        "change": [
+            ("{p} took up {v} as a new hobby instead.", "I took up {v} instead!"),
+            ("{p} switched hobbies to {v}.", "These days my hobby is {v}."),
+        ],
+        "retract": [
+            ("{p} gave up {v} and has no hobby now.", "I gave up {v}."),
+            ("{p} stopped doing {v}.", "I stopped {v}."),
+        ],
         "question": "What hobby does {p} have?",
         "temporal": "When did {p} take up {v}?",
     },
-}  # fmt: skip
-SMALLTALK = [("{p} had a busy week.", "What a busy week!"),
-             ("{p} watched a film on Sunday.", "I watched a film on Sunday."),
-             ("{p} tried a new café downtown.", "I tried a new café downtown."),
-             ("{p} is looking forward to the weekend.", "Can't wait for the weekend.")]  # fmt: skip
+}
+SMALLTALK = [
+    ("{p} had a busy week.", "What a busy week!"),
+    ("{p} watched a film on Sunday.", "I watched a film on Sunday."),
+    ("{p} tried a new café downtown.", "I tried a new café downtown."),
+    ("{p} is looking forward to the weekend.", "Can't wait for the weekend."),
+]
 MULTI_HOP = "Where does the person who works as a {v} live?"
-IDEAL_OP = {"intro": "ADD", "change": "UPDATE", "retract": "DELETE", "repeat": "NOOP",
-            "smalltalk": "NOOP"}  # fmt: skip
+IDEAL_OP = {
+    "intro": "ADD",
+    "change": "UPDATE",
+    "retract": "DELETE",
+    "repeat": "NOOP",
+    "smalltalk": "NOOP",
+}
 
 
 @dataclass(frozen=True)
@@ -162,9 +235,17 @@ def generate_conversation(rng: np.random.Generator, cid: str, sessions: int = 4)
             a = str(rng.choice(list(ATTRIBUTES)))
             probe = single_hop(p, a, state[f"{p}|{a}"], seen)
         turns.append(
-            Turn(s + 1, dates[s], p, _an(f"{p}: " + utt.format(v=v)),
-                 _an(f"On {dates[s]}: " + fact.format(p=p, v=v)), kind, key, probe)
-        )  # fmt: skip
+            Turn(
+                s + 1,
+                dates[s],
+                p,
+                _an(f"{p}: " + utt.format(v=v)),
+                _an(f"On {dates[s]}: " + fact.format(p=p, v=v)),
+                kind,
+                key,
+                probe,
+            )
+        )
 
     # session 1: everyone introduces everything, in a shuffled order, plus some small talk
     intro = [(p, a) for p in speakers for a in ATTRIBUTES]
@@ -295,7 +376,12 @@ def load_dialogues(path: str | Path) -> dict[str, list[Conversation]]:
 
     def conv(d: dict) -> Conversation:
         turns = tuple(Turn(**{**t, "probe": q(t["probe"])}) for t in d["turns"])
-        return Conversation(d["cid"], tuple(d["speakers"]), tuple(d["dates"]), turns,
-                            tuple(q(x) for x in d["questions"]))  # fmt: skip
+        return Conversation(
+            d["cid"],
+            tuple(d["speakers"]),
+            tuple(d["dates"]),
+            turns,
+            tuple(q(x) for x in d["questions"]),
+        )
 
     return {k: [conv(c) for c in v] for k, v in json.loads(f.read_text()).items()}

@@ -104,18 +104,31 @@ POPGYM_TASKS: dict[str, str] = {
 }
 
 
+class FloatObservation(gym.ObservationWrapper):
+    """Observations as flat float32 vectors (a discrete or composite space one-hot, as
+    ``gymnasium.spaces.flatten`` writes it)."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.flat = not isinstance(env.observation_space, gym.spaces.Box)
+        shape = (
+            (gym.spaces.flatdim(env.observation_space),)
+            if self.flat
+            else env.observation_space.shape
+        )
+        self.observation_space = gym.spaces.Box(-np.inf, np.inf, shape, dtype=np.float32)
+
+    def observation(self, obs):
+        if self.flat:
+            obs = gym.spaces.flatten(self.env.observation_space, obs)
+        return np.asarray(obs, dtype=np.float32)
+
+
 def make_popgym(task: str) -> gym.Env:
     """POPGym's ``task`` with its observations as flat float32 vectors (one-hot if discrete)."""
     import importlib
 
-    env = getattr(importlib.import_module(POPGYM_TASKS[task]), task)()
-    if not isinstance(env.observation_space, gym.spaces.Box):
-        env = gym.wrappers.FlattenObservation(env)
-    return gym.wrappers.TransformObservation(
-        env,
-        lambda o: np.asarray(o, dtype=np.float32),
-        gym.spaces.Box(-np.inf, np.inf, env.observation_space.shape, dtype=np.float32),
-    )
+    return FloatObservation(getattr(importlib.import_module(POPGYM_TASKS[task]), task)())
 
 
 def register() -> None:

@@ -26,13 +26,23 @@ def register_minatar() -> None:
     register_envs()
 
 
-class ChannelsFirstFloat(gym.ObservationWrapper):
-    """(H, W, C) boolean frames -> (C, H, W) float32 in {0, 1}."""
+class ChannelsFirstFloat(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
+    """(H, W, C) boolean frames -> (C, H, W) float32 in {0, 1}; rewards as Python floats."""
 
     def __init__(self, env: gym.Env) -> None:
+        gym.utils.RecordConstructorArgs.__init__(self)  # gym.make(env.spec) rebuilds it
         super().__init__(env)
         h, w, c = env.observation_space.shape
         self.observation_space = gym.spaces.Box(0.0, 1.0, (c, h, w), dtype=np.float32)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        if seed is not None:  # MinAtar seeds its game but not gymnasium's generator, which
+            gym.Env.reset(self.unwrapped, seed=seed)  # the checkers look for; it uses none
+        return super().reset(seed=seed, options=options)
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        return obs, float(reward), terminated, truncated, info  # some games give numpy ints
 
     def observation(self, obs: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(np.moveaxis(obs, -1, 0), dtype=np.float32)
@@ -61,6 +71,12 @@ def make(env_id: str, seed: int | None = None, **kwargs) -> gym.Env:
         env.reset(seed=seed)
         env.action_space.seed(seed)
     return env
+
+
+def short_env(env_id: str) -> str:
+    """An env id without its namespace and version, as tables and figures name it:
+    ``memrl/Pendulum-V-v1`` -> ``Pendulum-V``; ``MinAtar/Breakout-v1`` -> ``Breakout``."""
+    return env_id.split("/")[-1].rsplit("-v", 1)[0]
 
 
 def is_image(env: gym.Env) -> bool:

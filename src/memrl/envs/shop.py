@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import re
+import string
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -42,12 +43,29 @@ from memrl.runtime import atomic_write_text
 DEPARTMENTS: dict[str, dict[str, Any]] = {
     "clothing": {
         "categories": ["t-shirt", "hoodie", "jeans"],
-        "attributes": ["cotton", "slim fit", "machine wash", "long sleeve", "relaxed fit", "stretch"],
-        "options": {"size": ["small", "medium", "large", "x-large"], "color": ["black", "white", "navy", "grey"]},
+        "attributes": [
+            "cotton",
+            "slim fit",
+            "machine wash",
+            "long sleeve",
+            "relaxed fit",
+            "stretch",
+        ],
+        "options": {
+            "size": ["small", "medium", "large", "x-large"],
+            "color": ["black", "white", "navy", "grey"],
+        },
     },
     "beauty": {
         "categories": ["shampoo", "face cream", "lip balm"],
-        "attributes": ["paraben free", "organic", "fragrance free", "travel size", "vegan", "sensitive skin"],
+        "attributes": [
+            "paraben free",
+            "organic",
+            "fragrance free",
+            "travel size",
+            "vegan",
+            "sensitive skin",
+        ],
         "options": {"size": ["2 oz", "8 oz", "16 oz"]},
     },
     "grocery": {
@@ -57,17 +75,30 @@ DEPARTMENTS: dict[str, dict[str, Any]] = {
     },
     "electronics": {
         "categories": ["headphones", "phone case", "usb cable"],
-        "attributes": ["wireless", "noise cancelling", "fast charging", "waterproof", "bluetooth", "long lasting"],
+        "attributes": [
+            "wireless",
+            "noise cancelling",
+            "fast charging",
+            "waterproof",
+            "bluetooth",
+            "long lasting",
+        ],
         "options": {"color": ["black", "white", "red", "blue"]},
     },
     "home": {
         "categories": ["pillow", "candle", "bath towel"],
-        "attributes": ["machine washable", "scented", "hypoallergenic", "eco friendly", "queen size", "handmade"],
+        "attributes": [
+            "machine washable",
+            "scented",
+            "hypoallergenic",
+            "eco friendly",
+            "queen size",
+            "handmade",
+        ],
         "options": {"color": ["white", "beige", "blue", "green"]},
     },
-}  # fmt: skip
+}
 BRANDS = ["acme", "brightline", "cozyco", "duneworks", "evergreen", "fable", "gildan", "harbor"]
-PAGE_TYPES = ("search", "results", "item")
 
 
 @dataclass(frozen=True)
@@ -146,9 +177,17 @@ def generate_shop(
         ]
         order = rng.permutation(len(queries))
         tasks.append(
-            ShopTask(f"T{i:03d}", text, p.department, p.category, want, opts, max_price,
-                     tuple(queries[j] for j in order))
-        )  # fmt: skip
+            ShopTask(
+                f"T{i:03d}",
+                text,
+                p.department,
+                p.category,
+                want,
+                opts,
+                max_price,
+                tuple(queries[j] for j in order),
+            )
+        )
     splits = {
         "test": tasks[:n_test],
         "train_a": tasks[n_test : n_test + n_train],
@@ -192,38 +231,55 @@ def load_shop(path: str | Path) -> tuple[list[Product], dict[str, list[ShopTask]
             raise FileNotFoundError(f"{path / f} is missing: run `make data` to build data/")
     cat = json.loads((path / "catalogue.json").read_text())
     products = [
-        Product(**{**p, "attributes": tuple(p["attributes"]),
-                   "options": {k: tuple(v) for k, v in p["options"].items()}})
+        Product(
+            **{
+                **p,
+                "attributes": tuple(p["attributes"]),
+                "options": {k: tuple(v) for k, v in p["options"].items()},
+            }
+        )
         for p in cat
-    ]  # fmt: skip
+    ]
     raw = json.loads((path / "tasks.json").read_text())
     splits = {
-        k: [ShopTask(**{**t, "attributes": tuple(t["attributes"]), "queries": tuple(t["queries"])})
-            for t in v]
+        k: [
+            ShopTask(**{**t, "attributes": tuple(t["attributes"]), "queries": tuple(t["queries"])})
+            for t in v
+        ]
         for k, v in raw.items()
-    }  # fmt: skip
+    }
     return products, splits
 
 
 # --------------------------------------------------------------------------- environment
 _WORD = re.compile(r"[a-z0-9-]+")
+CHARSET = string.printable  # pages and actions: printable ASCII text
 
 
 class ShopEnv(gym.Env):
-    """Text shopping episodes over one catalogue; ``reset(options={"task": ShopTask})``.
+    """Text shopping episodes over one catalogue; ``reset(options={"task": ShopTask})``, or
+    a task drawn from ``tasks`` (with the env's seeded generator) when none is given.
 
-    Observations are page texts; an action is one of ``info["admissible"]`` (anything
-    else raises ``ValueError``).  ``info["page"]`` is the page type.
+    Observations are page texts; an action is one of ``info["admissible"]``. Anything else
+    leaves the page as it was, as in WebShop: no reward, the step counted,
+    ``info["invalid"]`` set. ``info["page"]`` is the page type.
     """
 
     metadata = {"render_modes": []}
 
-    def __init__(self, products: Sequence[Product], max_steps: int = 10, n_results: int = 5):
+    def __init__(
+        self,
+        products: Sequence[Product],
+        max_steps: int = 10,
+        n_results: int = 5,
+        tasks: Sequence[ShopTask] = (),
+    ):
         self.products = list(products)
+        self.tasks = list(tasks)
         self.by_title = {p.title: p for p in self.products}
         self.max_steps, self.n_results = max_steps, n_results
-        self.observation_space = gym.spaces.Text(max_length=4096)
-        self.action_space = gym.spaces.Text(max_length=256)
+        self.observation_space = gym.spaces.Text(max_length=4096, charset=CHARSET)
+        self.action_space = gym.spaces.Text(max_length=256, charset=CHARSET)
         self.task: ShopTask | None = None
 
     # ------------------------------------------------------------------ search
@@ -266,9 +322,15 @@ class ShopEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
-        if not options or not isinstance(options.get("task"), ShopTask):
-            raise ValueError("ShopEnv.reset needs options={'task': ShopTask}")
-        self.task = options["task"]
+        task = (options or {}).get("task")
+        if task is None and self.tasks:
+            task = self.tasks[int(self.np_random.integers(len(self.tasks)))]
+        if not isinstance(task, ShopTask):
+            raise ValueError(
+                "ShopEnv.reset needs options={'task': ShopTask}, or tasks to draw from "
+                "(ShopEnv(products, tasks=...))"
+            )
+        self.task = task
         self.page, self.query, self.results, self.item = "search", "", [], None
         self.chosen: dict[str, str] = {}
         self.steps = 0
@@ -277,9 +339,11 @@ class ShopEnv(gym.Env):
     def step(self, action: str):
         if self.task is None:
             raise RuntimeError("call reset() before step()")
-        if action not in self.admissible:
-            raise ValueError(f"inadmissible action {action!r}; admissible: {self.admissible}")
         self.steps += 1
+        if action not in self.admissible:  # WebShop: the page stays, the step counts
+            truncated = self.steps >= self.max_steps
+            obs, info = self._obs()
+            return obs, 0.0, False, truncated, {**info, "success": False, "invalid": True}
         reward, done = 0.0, False
         arg = action[action.index("[") + 1 : -1]
         if action.startswith("search["):

@@ -8,27 +8,24 @@ Each family is a package ``memrl.families.<name>`` holding
 - ``tables.py``  ``load(records)`` -> the family's tables, curves and ``PLOTS`` for ``dvc plots``.
 
 :data:`FAMILIES` (in report order) is what ``dvc.yaml``'s stages and ``plots:``
-(``python -m memrl.pipeline dvc-yaml``), the report's order and the params validation
-come from. The code a family's jobs run is found by following its ``jobs.py``'s imports,
-so the training stage's DVC deps and each job's code fingerprint never miss a module.
+(``python -m memrl dvc-yaml``), the report's order and the params validation
+come from. The files a family's jobs may run are found by following its ``jobs.py``'s
+imports (the training stage's DVC deps); each job's key holds exactly the code its function
+runs (:mod:`memrl.fingerprint`).
 """
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import importlib
 import importlib.util
 import json
 from dataclasses import dataclass, replace
-from functools import cache
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from memrl.fingerprint import imported_symbols, job_code, module_closure, symbol_files
 from memrl.runtime import repo_root
-
-SRC = Path(__file__).resolve().parents[1]  # .../src/memrl
 
 
 @dataclass(frozen=True)
@@ -92,11 +89,11 @@ class Family:
         return sorted(set().union(*(module_closure(m) for m in mods)))
 
     def analysis_sources(self) -> list[str]:
-        """Every source file the family's notebook stage reads: the ``memrl`` modules its
-        notebook imports (from the jupytext twin) and the stage command, with their imports."""
+        """Every source file the family's notebook stage runs code from: what its notebook
+        imports (from the jupytext twin) and the stage command, followed symbol by symbol
+        (an agent's config class, not the agent, when the family's schema names it)."""
         notebook = repo_root() / "notebooks" / f"{self.name}.py"
-        mods = _imports(notebook, "") | {"memrl.pipeline"}
-        return sorted(set().union(*(module_closure(m) for m in mods)))
+        return symbol_files(imported_symbols(notebook) | {("memrl.pipeline", "run_notebook")})
 
     @property
     def floors(self) -> ModuleType | None:
@@ -106,26 +103,12 @@ class Family:
 
     def grid(self, cfg: Any) -> list[Any]:
         """The profile's jobs, then its floor jobs, each stamped with the fingerprint of the
-        code it runs: the closure of its job function's module (the family's ``jobs.py``
-        for its runs; ``memrl.floors`` or the family's ``floors.py`` for its floors), so a
-        floor added or changed never moves a run's key."""
+        code its job function runs (:func:`memrl.fingerprint.job_code`): a floor added or
+        changed, or another algorithm edited, never moves a run's key."""
         specs = list(self.module("jobs").grid(cfg))
         if self.floors is not None:
             specs += self.floors.grid(cfg)
         return [replace(s, code=job_code(s.fn), gpu=self.gpu) for s in specs]
-
-
-# the runner's own code (memrl/jobs.py, this registry) does not change results
-RUNNER = frozenset({"src/memrl/jobs.py", "src/memrl/families/__init__.py"})
-
-
-@cache
-def job_code(fn: str) -> str:
-    """The fingerprint of the code a job function runs: its module and every ``memrl``
-    module that module imports, the runner left out."""
-    from memrl.jobs import code_fingerprint
-
-    return code_fingerprint(set(module_closure(fn.partition(":")[0])) - RUNNER, repo_root())
 
 
 FAMILIES: tuple[Family, ...] = (
@@ -148,55 +131,3 @@ def params_fingerprint(cfg: Any) -> str:
     """A hash of a family's effective parameters (what its stored runs were made for)."""
     payload = json.dumps(cfg.model_dump(mode="json"), sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
-
-
-# =========================================================================== import closure
-def _module_file(name: str) -> Path | None:
-    parts = name.split(".")
-    if parts[0] != "memrl":
-        return None
-    base = SRC.joinpath(*parts[1:])
-    if base.with_suffix(".py").is_file():
-        return base.with_suffix(".py")
-    if (base / "__init__.py").is_file():
-        return base / "__init__.py"
-    return None
-
-
-def _imports(path: Path, package: str) -> set[str]:
-    """Names of the ``memrl`` modules ``path`` imports anywhere (``from x import y``: both x
-    and x.y, since y may be a module)."""
-    out: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            out.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - node.level + 1]
-                mod = ".".join(base + ([node.module] if node.module else []))
-            else:
-                mod = node.module or ""
-            out.add(mod)
-            out.update(f"{mod}.{a.name}" for a in node.names)
-    return {m for m in out if m == "memrl" or m.startswith("memrl.")}
-
-
-@cache
-def module_closure(module: str) -> list[str]:
-    """Repo-relative source files of ``module`` and every ``memrl`` module it imports,
-    transitively (with the packages' ``__init__.py`` that importing them runs)."""
-    seen: set[Path] = set()
-    todo = [module]
-    while todo:
-        name = todo.pop()
-        parts = name.split(".")
-        for i in range(1, len(parts) + 1):  # importing a.b.c runs a/__init__, a/b/__init__
-            f = _module_file(".".join(parts[:i]))
-            if f is None or f in seen:
-                continue
-            seen.add(f)
-            pkg = ".".join(parts[:i]) if f.name == "__init__.py" else ".".join(parts[: i - 1])
-            todo.extend(_imports(f, pkg))
-    root = repo_root()
-    return sorted(str(p.relative_to(root)) for p in seen)

@@ -136,9 +136,15 @@ def tiny_random_model(seed: int = 0):
     from transformers import GPT2Config, GPT2LMHeadModel
 
     cfg = GPT2Config(
-        vocab_size=257, n_positions=8192, n_embd=64, n_layer=2, n_head=4, bos_token_id=256,
-        eos_token_id=256, pad_token_id=256,
-    )  # fmt: skip
+        vocab_size=257,
+        n_positions=8192,
+        n_embd=64,
+        n_layer=2,
+        n_head=4,
+        bos_token_id=256,
+        eos_token_id=256,
+        pad_token_id=256,
+    )
     with th.random.fork_rng():  # same weights for a seed, the caller's RNG untouched
         th.manual_seed(seed)
         return GPT2LMHeadModel(cfg)

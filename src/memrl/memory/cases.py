@@ -118,9 +118,13 @@ class CaseBank:
     # ------------------------------------------------------------------ files
     def save(self, path: str | Path) -> None:
         """The cases and Q's training examples as JSON (Q itself is refit by the next ``learn``)."""
-        raw = {"format": FORMAT, "selection": self.selection, "k": self.k,
-               "cases": [asdict(c) for c in self.cases],
-               "examples": [list(x) for x in self._examples]}  # fmt: skip
+        raw = {
+            "format": FORMAT,
+            "selection": self.selection,
+            "k": self.k,
+            "cases": [asdict(c) for c in self.cases],
+            "examples": [list(x) for x in self._examples],
+        }
         atomic_write_text(path, json.dumps(raw, indent=1) + "\n")
 
     @classmethod

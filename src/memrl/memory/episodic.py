@@ -148,9 +148,14 @@ class EpisodicMemory:
         arrays = {f"slots_{k}": v for k, v in self.slots.state().items()}
         settings = [self.capacity, self.dim, self.k, self.merge_radius, self.scanned]
         with atomic_path(path) as tmp, open(tmp, "wb") as fh:
-            np.savez(fh, settings=np.array(settings, dtype=np.float64),
-                     keys=self.keys[: self.size], sq_norms=self.sq_norms[: self.size],
-                     values=self.values[: self.size], **arrays)  # fmt: skip
+            np.savez(
+                fh,
+                settings=np.array(settings, dtype=np.float64),
+                keys=self.keys[: self.size],
+                sq_norms=self.sq_norms[: self.size],
+                values=self.values[: self.size],
+                **arrays,
+            )
         return path
 
     @classmethod

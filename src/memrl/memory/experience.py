@@ -89,8 +89,9 @@ def page_similarity(a: str, b: str) -> float:
 class ExperienceMemory:
     """Records of (instruction, observation) -> {action: Q, N}, updated by n-step Q-learning."""
 
-    def __init__(self, capacity: int = 500, n_step: int = 1, gamma: float = 1.0,
-                 bootstrap: bool = True):  # fmt: skip
+    def __init__(
+        self, capacity: int = 500, n_step: int = 1, gamma: float = 1.0, bootstrap: bool = True
+    ):
         if capacity <= 0 or n_step <= 0 or not 0 < gamma <= 1:
             raise ValueError("capacity and n_step must be positive and gamma in (0, 1]")
         self.capacity, self.n_step, self.gamma, self.bootstrap = capacity, n_step, gamma, bootstrap
@@ -156,15 +157,21 @@ class ExperienceMemory:
     def to_json(self) -> dict:
         return {
             "format": FORMAT,
-            "capacity": self.capacity, "n_step": self.n_step, "gamma": self.gamma,
+            "capacity": self.capacity,
+            "n_step": self.n_step,
+            "gamma": self.gamma,
             "bootstrap": self.bootstrap,
             "records": [
-                {"instruction": r.instruction, "page": r.page, "observation": r.observation,
-                 "admissible": list(r.admissible),
-                 "actions": [{"action": a, "q": r.q[a], "n": r.n[a]} for a in r.q]}
+                {
+                    "instruction": r.instruction,
+                    "page": r.page,
+                    "observation": r.observation,
+                    "admissible": list(r.admissible),
+                    "actions": [{"action": a, "q": r.q[a], "n": r.n[a]} for a in r.q],
+                }
                 for r in self.records.values()
             ],
-        }  # fmt: skip
+        }
 
     def save(self, path: str | Path) -> None:
         """Write the memory as JSON (atomically: an interrupted save leaves the old file)."""

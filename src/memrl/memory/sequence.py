@@ -3,9 +3,8 @@
 As in pomdp-baselines (Ni et al. 2022): episodes are stored whole; a sample is
 ``batch`` windows of ``seq_len`` steps, each inside one episode (never across a
 boundary), zero-padded at the end of short episodes with a ``mask`` marking the
-real steps. Recurrent encoders start every window from a zero state; with
-``burn_in > 0`` each window is preceded by up to that many earlier steps of the
-same episode, which warm the state up but carry ``mask = 0``.
+real steps. Recurrent encoders start every window from a zero state (as the reference
+does; R2D2's burn-in of earlier steps is not used by any agent here).
 
 Each window also carries the previous action and previous reward of every step
 (zeros before an episode's first step), the inputs recurrent agents condition on.
@@ -40,12 +39,10 @@ class Episode(NamedTuple):
 class SequenceReplayBuffer:
     """Whole episodes, oldest dropped first once more than ``capacity`` transitions are held."""
 
-    def __init__(
-        self, capacity: int, seq_len: int, burn_in: int = 0, seed: int | np.random.SeedSequence = 0
-    ) -> None:
-        if capacity < 1 or seq_len < 1 or burn_in < 0:
-            raise ValueError("capacity and seq_len must be positive, burn_in non-negative")
-        self.capacity, self.seq_len, self.burn_in = capacity, seq_len, burn_in
+    def __init__(self, capacity: int, seq_len: int, seed: int | np.random.SeedSequence = 0) -> None:
+        if capacity < 1 or seq_len < 1:
+            raise ValueError("capacity and seq_len must be positive")
+        self.capacity, self.seq_len = capacity, seq_len
         self.episodes: deque[Episode] = deque()
         self.n_transitions = 0
         self.rng = np.random.default_rng(seed)
@@ -77,7 +74,7 @@ class SequenceReplayBuffer:
         picks = self.rng.choice(len(lengths), size=batch, p=lengths / lengths.sum())
         ep0 = self.episodes[0]
         obs_dim, act_dim = ep0.obs.shape[1], ep0.actions.shape[1]
-        T = self.burn_in + self.seq_len
+        T = self.seq_len
         out = {
             "obs": np.zeros((batch, T, obs_dim), np.float32),
             "actions": np.zeros((batch, T, act_dim), np.float32),
@@ -91,26 +88,20 @@ class SequenceReplayBuffer:
         for b, i in enumerate(picks):
             ep = self.episodes[i]
             n = len(ep.rewards)
-            start = int(self.rng.integers(max(1, n - self.seq_len + 1)))  # window [start, start+L)
-            first = max(0, start - self.burn_in)  # burn-in steps available before it
-            stop = min(n, start + self.seq_len)
-            sl = slice(first, stop)
-            k = stop - first
-            off = self.burn_in - (
-                start - first
-            )  # left-align so the training part starts at burn_in
-            dst = slice(off, off + k)
-            out["obs"][b, dst] = ep.obs[sl]
-            out["actions"][b, dst] = ep.actions[sl]
-            out["rewards"][b, dst] = ep.rewards[sl]
-            out["next_obs"][b, dst] = ep.obs[first + 1 : stop + 1]
+            start = int(self.rng.integers(max(1, n - T + 1)))  # the window [start, stop)
+            stop = min(n, start + T)
+            k = stop - start
+            out["obs"][b, :k] = ep.obs[start:stop]
+            out["actions"][b, :k] = ep.actions[start:stop]
+            out["rewards"][b, :k] = ep.rewards[start:stop]
+            out["next_obs"][b, :k] = ep.obs[start + 1 : stop + 1]
             if ep.terminated and stop == n:
-                out["dones"][b, off + k - 1] = 1.0
-            if first > 0:
-                out["prev_actions"][b, dst] = ep.actions[first - 1 : stop - 1]
-                out["prev_rewards"][b, dst] = ep.rewards[first - 1 : stop - 1]
-            else:
-                out["prev_actions"][b, off + 1 : off + k] = ep.actions[first : stop - 1]
-                out["prev_rewards"][b, off + 1 : off + k] = ep.rewards[first : stop - 1]
-            out["mask"][b, self.burn_in : off + k] = 1.0
+                out["dones"][b, k - 1] = 1.0
+            if start > 0:
+                out["prev_actions"][b, :k] = ep.actions[start - 1 : stop - 1]
+                out["prev_rewards"][b, :k] = ep.rewards[start - 1 : stop - 1]
+            else:  # a_{-1} = 0, r_{-1} = 0
+                out["prev_actions"][b, 1:k] = ep.actions[: stop - 1]
+                out["prev_rewards"][b, 1:k] = ep.rewards[: stop - 1]
+            out["mask"][b, :k] = 1.0
         return SequenceSamples(**out)

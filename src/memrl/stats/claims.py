@@ -102,7 +102,7 @@ class Budget:
         return f"{self.amount_text} {self.unit}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Claim:
     family: str
     claim_id: str
@@ -112,7 +112,6 @@ class Claim:
     paper_value: str  # as the paper states it; qualitative where no number could be verified
     metric: str
     higher_is_better: bool
-    _: KW_ONLY
     regime: str  # EARLY or FINAL
     paper_budget: Budget | None  # None: the paper's budget could not be retrieved
     machine_dependent: bool = False  # wall-clock: differs between machines (no determinism check)
@@ -168,15 +167,21 @@ class Outcome:
         c, j = self.comparison, self.judgement
         d = j.difference
         return {
-            "better": c.better, "relation": c.relation, "worse": c.worse,
+            "better": c.better,
+            "relation": c.relation,
+            "worse": c.worse,
             "difference": {"iqm": d.iqm, "ci_low": d.ci_low, "ci_high": d.ci_high},
-            "margin": j.margin, "margin_source": c.margin.source if c.margin else None,
-            "floor": c.floor, "outcome": j.outcome, "reason": j.reason,
-            "seeds_needed": j.seeds_needed, "text": str(c),
-        }  # fmt: skip
+            "margin": j.margin,
+            "margin_source": c.margin.source if c.margin else None,
+            "floor": c.floor,
+            "outcome": j.outcome,
+            "reason": j.reason,
+            "seeds_needed": j.seeds_needed,
+            "text": str(c),
+        }
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ClaimResult:
     """A claim judged on our runs.
 
@@ -246,17 +251,29 @@ class ClaimResult:
             floor = est[c.floor] if c.floor else None
             margin = c.margin.resolve(est[c.worse].iqm, floor and floor.iqm) if c.margin else None
             seed = stable_seed(self.claim.claim_id, str(c), "difference")
-            j = judge(est[c.better], est[c.worse], c.relation, hib, seed, margin=margin,
-                      floor=floor, sides=[est[s] for s in c.sides], reps=self.reps)  # fmt: skip
+            j = judge(
+                est[c.better],
+                est[c.worse],
+                c.relation,
+                hib,
+                seed,
+                margin=margin,
+                floor=floor,
+                sides=[est[s] for s in c.sides],
+                reps=self.reps,
+            )
             out.append(Outcome(c, j))
         return out
 
     @property
     def verdict(self) -> str:
         return verdict(
-            [o.judgement for o in self.outcomes], self.coverage_complete, self.claim.regime,
-            self.coverage, self.claim.below_floor,
-        )  # fmt: skip
+            [o.judgement for o in self.outcomes],
+            self.coverage_complete,
+            self.claim.regime,
+            self.coverage,
+            self.claim.below_floor,
+        )
 
     @property
     def n_seeds(self) -> int:
@@ -288,7 +305,9 @@ class ClaimResult:
             "estimates": {k: v.as_dict() for k, v in self.estimates.items()},
             "comparisons": [o.as_dict() for o in self.outcomes],
             "floor": self._named(floor),
-            "floors": [self._named(f) for f in dict.fromkeys(c.floor for c in self.comparisons if c.floor)],
+            "floors": [
+                self._named(f) for f in dict.fromkeys(c.floor for c in self.comparisons if c.floor)
+            ],
             "floor_reason": self.floor_reason or None,
             "ceiling": self._named(ceiling),
             "n_seeds": self.n_seeds,
@@ -298,7 +317,7 @@ class ClaimResult:
             "coverage_note": self.coverage_note,
             "deviations": list(self.deviations),
             "extra": dict(self.extra),
-        }  # fmt: skip
+        }
 
 
 def verdict(

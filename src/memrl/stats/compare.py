@@ -121,9 +121,14 @@ def _sample(side) -> tuple[np.ndarray | None, float]:
 
 # =========================================================================== the difference
 def difference(
-    better, worse, higher_is_better: bool, seed: int, reps: int = REPS, level: float = LEVEL,
+    better,
+    worse,
+    higher_is_better: bool,
+    seed: int,
+    reps: int = REPS,
+    level: float = LEVEL,
     expand: bool = True,
-) -> Estimate:  # fmt: skip
+) -> Estimate:
     """IQM(``better``) − IQM(``worse``), signed so > 0 is ``better`` winning, with a 95% CI
     from a stratified bootstrap: each side's seeds resampled on their own (rliable's
     ``StratifiedIndependentBootstrap``), the percentile interval expanded for small samples.
@@ -188,8 +193,10 @@ def gap_margin(floor: str | None, baseline: float) -> Margin:
     runs), 10% of the baseline's magnitude, stated as such."""
     if floor is not None:
         return GAP_10
-    return Margin("convention without a floor run: 10% of the baseline's magnitude",
-                  delta=0.1 * abs(baseline) or 1e-9)  # fmt: skip
+    return Margin(
+        "convention without a floor run: 10% of the baseline's magnitude",
+        delta=0.1 * abs(baseline) or 1e-9,
+    )
 
 
 # =========================================================================== one comparison
@@ -224,9 +231,17 @@ def seeds_to_decide(d: Estimate, threshold: float, n: int) -> int | None:
 
 
 def judge(
-    better, worse, relation: str, higher_is_better: bool, seed: int, *,
-    margin: float | None = None, floor=None, sides: Sequence = (), reps: int = REPS,
-) -> Judgement:  # fmt: skip
+    better,
+    worse,
+    relation: str,
+    higher_is_better: bool,
+    seed: int,
+    *,
+    margin: float | None = None,
+    floor=None,
+    sides: Sequence = (),
+    reps: int = REPS,
+) -> Judgement:
     """Judge one comparison (see the module's docstring). ``sides``: the arms that must clear
     ``floor`` (default: ``better`` and ``worse``)."""
     if relation not in (BEATS, MATCHES):

@@ -5,9 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import pandas as pd
-
-from memrl.stats.aggregate import iqm_ci
 
 CHECKPOINTS = (0.25, 0.5, 0.75, 1.0)  # shares of a run's budget where trends are measured
 
@@ -41,43 +38,6 @@ def window_mean(
     return float(sel.mean()) if sel.size else float("nan")
 
 
-def iqm_curves(
-    runs: pd.DataFrame, by: Sequence[str] = ("env", "method"), reps: int = 500
-) -> pd.DataFrame:
-    """Learning curves over seeds: per ``by`` group and grid step, the IQM with a 95% CI.
-
-    ``runs`` has one row per seed with a ``curve`` (values on ``grid``) and its ``grid``.
-    Steps where some seed has not finished an episode yet (NaN) are left out.
-    """
-    rows = []
-    for i, (key, g) in enumerate(runs.groupby(list(by), sort=False)):
-        ys = np.array(g.curve.tolist(), dtype=float)
-        for j, step in enumerate(g.grid.iloc[0]):
-            col = ys[:, j]
-            if np.isnan(col).any():
-                continue
-            e = iqm_ci(col, reps=reps, seed=1000 * i + j)
-            rows.append(
-                {**dict(zip(by, key, strict=True)), "step": step,
-                 "iqm": e.iqm, "ci_low": e.ci_low, "ci_high": e.ci_high}
-            )  # fmt: skip
-    return pd.DataFrame(rows)
-
-
-CI_COLUMNS = ("ci_low", "ci_high")  # "<method> ci_low" beside a method's column: its band
-
-
-def wide(curves: pd.DataFrame, x: str, methods: Sequence[str], by: str = "method") -> pd.DataFrame:
-    """A long table (``x``, ``by``, iqm, ci_low, ci_high) as ``dvc plots`` reads it: ``x``,
-    one IQM column per method of ``methods`` present (in that order), then each one's 95% CI
-    as ``"<method> ci_low"`` and ``"<method> ci_high"`` (the band of ``.dvc/plots/memrl_lines.json``)."""
-    present = [m for m in methods if m in set(curves[by])]
-    out = curves.pivot(index=x, columns=by, values="iqm")[present]
-    for c in CI_COLUMNS:
-        out = out.join(curves.pivot(index=x, columns=by, values=c)[present].add_suffix(f" {c}"))
-    return out.reset_index()
-
-
 def checkpoint_windows(
     episode_returns: Sequence[float],
     episode_lengths: Sequence[int],
@@ -90,7 +50,13 @@ def checkpoint_windows(
     since the start with ``cumulative`` (the area under the curve up to ``f``)."""
     out, prev = [], 0.0
     for f in fractions:
-        out.append(window_mean(episode_returns, episode_lengths,
-                               0 if cumulative else int(prev * total), int(f * total)))  # fmt: skip
+        out.append(
+            window_mean(
+                episode_returns,
+                episode_lengths,
+                0 if cumulative else int(prev * total),
+                int(f * total),
+            )
+        )
         prev = f
     return out

@@ -31,9 +31,13 @@ def floor_of(estimates: dict, env: str, floor: str = "random") -> str | None:
 
 
 def floor_arm(
-    floors: pd.DataFrame | None, claim_id: str, env: str, value: str | Callable = "score",
-    floor: str = "random", reps: int = 2000,
-) -> dict[str, Arm]:  # fmt: skip
+    floors: pd.DataFrame | None,
+    claim_id: str,
+    env: str,
+    value: str | Callable = "score",
+    floor: str = "random",
+    reps: int = 2000,
+) -> dict[str, Arm]:
     """``{name: arm}`` of ``floor`` on ``env`` (``value``: a column, or a function of a row),
     or ``{}`` when the store holds no such floor run. A floor run once (deterministic) stands
     for every seed."""
@@ -61,5 +65,6 @@ def with_floor(table: pd.DataFrame, floor: Arm | None, name: str = FLOOR) -> pd.
     """A ``dvc plots`` table with the floor as one more line (constant, with its CI band)."""
     if floor is None:
         return table
-    return table.assign(**{name: floor.iqm, f"{name} ci_low": floor.ci_low,
-                           f"{name} ci_high": floor.ci_high})  # fmt: skip
+    return table.assign(
+        **{name: floor.iqm, f"{name} ci_low": floor.ci_low, f"{name} ci_high": floor.ci_high}
+    )

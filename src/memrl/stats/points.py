@@ -2,9 +2,9 @@
 
 The families' plots beside the claims draw the same estimator the claims use
 (:func:`~memrl.stats.aggregate.iqm_ci`, rliable's stratified bootstrap), so a figure's
-error bar and a report row's interval mean the same thing. Learning curves stored as one
-list per run go through :func:`~memrl.stats.curves.iqm_curves`; this module takes *long*
-tables, one row per run and point.
+error bar and a report row's interval mean the same thing. :func:`iqm_points` takes a
+*long* table, one row per run and point; :func:`iqm_curves` learning curves stored as one
+list per run; :func:`wide` turns either into the table ``dvc plots`` reads.
 """
 
 from __future__ import annotations
@@ -53,3 +53,33 @@ def iqm_points(
                 est = iqm_ci(values, reps=reps, seed=seed).as_dict()
             rows.append({**names, **est})
     return pd.DataFrame(rows, columns=[*by, x, *COLUMNS])
+
+
+def iqm_curves(
+    runs: pd.DataFrame, by: Sequence[str] = ("env", "method"), reps: int = 500
+) -> pd.DataFrame:
+    """Learning curves over seeds: per ``by`` group and grid step, the IQM with a 95% CI
+    (:func:`iqm_points` on the curves as a long table).
+
+    ``runs`` has one row per seed with a ``curve`` (values on ``grid``) and its ``grid``.
+    Steps where some seed has not finished an episode yet (NaN) are left out.
+    """
+    by = list(by)
+    long = runs[[*by, "grid", "curve"]].explode(["grid", "curve"])
+    long = long.rename(columns={"grid": "step", "curve": "value"}).astype({"value": float})
+    done = long.groupby([*by, "step"], sort=False)["value"].transform(lambda v: v.notna().all())
+    return iqm_points(long[done], by, "step", "value", reps).drop(columns="n")
+
+
+CI_COLUMNS = ("ci_low", "ci_high")  # "<method> ci_low" beside a method's column: its band
+
+
+def wide(curves: pd.DataFrame, x: str, methods: Sequence[str], by: str = "method") -> pd.DataFrame:
+    """A long table (``x``, ``by``, iqm, ci_low, ci_high) as ``dvc plots`` reads it: ``x``,
+    one IQM column per method of ``methods`` present (in that order), then each one's 95% CI
+    as ``"<method> ci_low"`` and ``"<method> ci_high"`` (the band of ``.dvc/plots/memrl_lines.json``)."""
+    present = [m for m in methods if m in set(curves[by])]
+    out = curves.pivot(index=x, columns=by, values="iqm")[present]
+    for c in CI_COLUMNS:
+        out = out.join(curves.pivot(index=x, columns=by, values=c)[present].add_suffix(f" {c}"))
+    return out.reset_index()

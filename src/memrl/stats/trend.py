@@ -80,9 +80,12 @@ class Trend:
 
 
 def effect(
-    better: Sequence[float], worse: Sequence[float] | float, higher_is_better: bool,
-    seed: int, reps: int = 2000,
-) -> Estimate:  # fmt: skip
+    better: Sequence[float],
+    worse: Sequence[float] | float,
+    higher_is_better: bool,
+    seed: int,
+    reps: int = 2000,
+) -> Estimate:
     """IQM(``better``) − IQM(``worse``) over seeds with its 95% CI: the verdicts' own
     estimator, :func:`memrl.stats.compare.difference` (``worse`` may be a constant)."""
     if np.ndim(worse) == 0 and len(np.asarray(better).reshape(-1)) < 2:

@@ -9,7 +9,8 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from memrl.families.episodic_control.params import EpisodicControlParams, method_label, short_env
+from memrl.envs.registry import short_env
+from memrl.families.episodic_control.params import EpisodicControlParams, method_label
 from memrl.stats.claims import (
     MATCHES,
     Budget,
@@ -29,35 +30,55 @@ FRAMES = "frames (env steps; MinAtar has no frame skip)"
 WINDOWS = "training return of the episodes ending in each quarter of the budget"
 
 EC_1 = Claim(
-    FAMILY, "EC-1", "Blundell et al. 2016, Model-Free Episodic Control",
-    "Sec. 4, Fig. 2-3 (Atari, Labyrinth learning curves)",
-    "MFEC learns faster than DQN early in training (the data-efficient regime); DQN may "
+    family=FAMILY,
+    claim_id="EC-1",
+    paper="Blundell et al. 2016, Model-Free Episodic Control",
+    source="Sec. 4, Fig. 2-3 (Atari, Labyrinth learning curves)",
+    statement="MFEC learns faster than DQN early in training (the data-efficient regime); DQN may "
     "overtake it later.",
-    "qualitative (MFEC ahead of DQN over the first ~10M frames on most games)", EARLY, True,
-    regime="early", paper_budget=Budget(10_000_000, FRAMES),  # the early regime of Fig. 2
-)  # fmt: skip
+    paper_value="qualitative (MFEC ahead of DQN over the first ~10M frames on most games)",
+    metric=EARLY,
+    higher_is_better=True,
+    regime="early",
+    paper_budget=Budget(10_000_000, FRAMES),  # the early regime of Fig. 2
+)
 EC_2 = Claim(
-    FAMILY, "EC-2", PINTO, "Sec. 4 (memory size and compute vs threshold)",
-    "Merging a new state into a stored one within a distance threshold cuts MFEC's memory "
+    family=FAMILY,
+    claim_id="EC-2",
+    paper=PINTO,
+    source="Sec. 4 (memory size and compute vs threshold)",
+    statement="Merging a new state into a stored one within a distance threshold cuts MFEC's memory "
     "and lookup cost substantially.",
-    "qualitative (values not retrieved)",
-    "keys stored in the episodic tables at the end of training", False,
-    regime="final", paper_budget=None,  # not retrieved
-)  # fmt: skip
+    paper_value="qualitative (values not retrieved)",
+    metric="keys stored in the episodic tables at the end of training",
+    higher_is_better=False,
+    regime="final",
+    paper_budget=None,  # not retrieved
+)
 EC_3 = Claim(
-    FAMILY, "EC-3", PINTO, "Sec. 4 (return vs threshold)",
-    "At conservative thresholds, aggregation costs no significant return.",
-    "qualitative ('no significant loss'; values not retrieved)",
-    "mean training-episode return, episodes ending in the last quarter", True,
-    regime="final", paper_budget=None,  # not retrieved
-)  # fmt: skip
+    family=FAMILY,
+    claim_id="EC-3",
+    paper=PINTO,
+    source="Sec. 4 (return vs threshold)",
+    statement="At conservative thresholds, aggregation costs no significant return.",
+    paper_value="qualitative ('no significant loss'; values not retrieved)",
+    metric="mean training-episode return, episodes ending in the last quarter",
+    higher_is_better=True,
+    regime="final",
+    paper_budget=None,  # not retrieved
+)
 EC_4 = Claim(
-    FAMILY, "EC-4", "Pritzel et al. 2017, Neural Episodic Control",
-    "Sec. 5, Fig. 3 / Table 1 (Atari, early frames)",
-    "NEC learns faster than DQN early and matches or beats MFEC.",
-    "qualitative at our budgets (paper: median 54.6% human-normalised at 10M frames, unverified)",
-    EARLY, True, regime="early", paper_budget=Budget(10_000_000, FRAMES),
-)  # fmt: skip
+    family=FAMILY,
+    claim_id="EC-4",
+    paper="Pritzel et al. 2017, Neural Episodic Control",
+    source="Sec. 5, Fig. 3 / Table 1 (Atari, early frames)",
+    statement="NEC learns faster than DQN early and matches or beats MFEC.",
+    paper_value="qualitative at our budgets (paper: median 54.6% human-normalised at 10M frames, unverified)",
+    metric=EARLY,
+    higher_is_better=True,
+    regime="early",
+    paper_budget=Budget(10_000_000, FRAMES),
+)
 
 MINATAR = (
     "MinAtar (10x10 miniature Atari, no frame skip: a step is a frame) stands in for Atari; "
@@ -82,10 +103,14 @@ def _has(df: pd.DataFrame, env: str, *methods: str) -> bool:
 def _by_method(cfg, df: pd.DataFrame, claim: Claim, col: str, pairs) -> dict[str, Arm]:
     exact = df[df.merge_radius == 0]
     return {
-        _name(m, e): arm(exact[(exact.env == e) & (exact.method == m)][col],
-                         claim.claim_id, f"{_name(m, e)} · {col}", cfg.bootstrap_reps)
+        _name(m, e): arm(
+            exact[(exact.env == e) & (exact.method == m)][col],
+            claim.claim_id,
+            f"{_name(m, e)} · {col}",
+            cfg.bootstrap_reps,
+        )
         for m, e in pairs
-    }  # fmt: skip
+    }
 
 
 def _floors(cfg: EpisodicControlParams, floors, claim: Claim, col: str, envs) -> dict[str, Arm]:
@@ -98,16 +123,21 @@ def _floors(cfg: EpisodicControlParams, floors, claim: Claim, col: str, envs) ->
         start, stop = (0, int(f * t)) if col == "early_return" else (int((1 - f) * t), t)
         return window_mean(rets, lens, start, stop)
 
-    return {k: v for e in envs for k, v in floor_arm(floors, claim.claim_id, e, value,
-                                                      reps=cfg.bootstrap_reps).items()}  # fmt: skip
+    return {
+        k: v
+        for e in envs
+        for k, v in floor_arm(floors, claim.claim_id, e, value, reps=cfg.bootstrap_reps).items()
+    }
 
 
 def _windows(df: pd.DataFrame) -> np.ndarray:
     """Seeds x checkpoints: the training return of episodes ending in each quarter."""
-    return np.array([
-        checkpoint_windows(r.episode_returns, r.episode_lengths, r.total_timesteps, CHECKPOINTS)
-        for r in df.itertuples()
-    ])  # fmt: skip
+    return np.array(
+        [
+            checkpoint_windows(r.episode_returns, r.episode_lengths, r.total_timesteps, CHECKPOINTS)
+            for r in df.itertuples()
+        ]
+    )
 
 
 def _series(df: pd.DataFrame, pairs) -> dict[str, np.ndarray]:
@@ -136,10 +166,11 @@ def _sweep(cfg: EpisodicControlParams, df: pd.DataFrame):
 def _by_radius(cfg, df: pd.DataFrame, claim: Claim, col: str) -> dict[str, Arm]:
     sweep, radii, labels, _ = _sweep(cfg, df)
     return {
-        labels[r]: arm(sweep[sweep.merge_radius == r][col], claim.claim_id, labels[r],
-                       cfg.bootstrap_reps)
+        labels[r]: arm(
+            sweep[sweep.merge_radius == r][col], claim.claim_id, labels[r], cfg.bootstrap_reps
+        )
         for r in radii
-    }  # fmt: skip
+    }
 
 
 AGGREGATION = [
@@ -161,9 +192,14 @@ def ec_1(cfg: EpisodicControlParams, df: pd.DataFrame, floors=None) -> ClaimResu
     overtaken = [e for e in envs if late[_name("DQN", e)].iqm > late[_name("MFEC", e)].iqm]
     comps = [Comparison(_name("MFEC", e), _name("DQN", e), floor=floor_of(early, e)) for e in envs]
     return ClaimResult(
-        replace(EC_1, metric=EARLY.format(early=cfg.early_fraction)), early,
-        _name("MFEC", envs[0]), comps, budget=_budget(cfg, envs), used=_used(cfg, envs),
-        trends=trends(EC_1, comps, _series(df, pairs), CHECKPOINTS, cfg.bootstrap_reps), trend_note=WINDOWS,
+        claim=replace(EC_1, metric=EARLY.format(early=cfg.early_fraction)),
+        estimates=early,
+        ours=_name("MFEC", envs[0]),
+        comparisons=comps,
+        budget=_budget(cfg, envs),
+        used=_used(cfg, envs),
+        trends=trends(EC_1, comps, _series(df, pairs), CHECKPOINTS, cfg.bootstrap_reps),
+        trend_note=WINDOWS,
         deviations=[
             MINATAR,
             "DQN: SB3 with the MinAtar network and rl-zoo Atari schedule (train every 4 steps, "
@@ -177,7 +213,7 @@ def ec_1(cfg: EpisodicControlParams, df: pd.DataFrame, floors=None) -> ClaimResu
             "late return (last quarter) IQM": {k: round(v.iqm, 3) for k, v in late.items()},
             "DQN ahead of MFEC late on": overtaken or "none",
         },
-    )  # fmt: skip
+    )
 
 
 def ec_2(cfg: EpisodicControlParams, df: pd.DataFrame, floors=None) -> ClaimResult | None:
@@ -188,11 +224,18 @@ def ec_2(cfg: EpisodicControlParams, df: pd.DataFrame, floors=None) -> ClaimResu
         for r in radii
     }
     comps = [Comparison(conservative, "MFEC (exact)")]
-    series = {labels[r]: np.array(sweep[sweep.merge_radius == r].memory_sizes.tolist(), float)
-              for r in radii}  # fmt: skip
+    series = {
+        labels[r]: np.array(sweep[sweep.merge_radius == r].memory_sizes.tolist(), float)
+        for r in radii
+    }
     env = short_env(cfg.aggregation.env_id)
     return ClaimResult(
-        EC_2, mem, conservative, comps, budget=_budget(cfg, [env]), used=_used(cfg, [env]),
+        claim=EC_2,
+        estimates=mem,
+        ours=conservative,
+        comparisons=comps,
+        budget=_budget(cfg, [env]),
+        used=_used(cfg, [env]),
         trends=trends(EC_2, comps, series, CHECKPOINTS, cfg.bootstrap_reps),
         trend_note="keys stored at each quarter of the budget",
         deviations=AGGREGATION,
@@ -203,7 +246,7 @@ def ec_2(cfg: EpisodicControlParams, df: pd.DataFrame, floors=None) -> ClaimResu
                 k: f"{v.iqm / mem['MFEC (exact)'].iqm:.0%}" for k, v in mem.items()
             },
         },
-    )  # fmt: skip
+    )
 
 
 def ec_3(cfg: EpisodicControlParams, df: pd.DataFrame, floors=None) -> ClaimResult | None:
@@ -217,12 +260,18 @@ def ec_3(cfg: EpisodicControlParams, df: pd.DataFrame, floors=None) -> ClaimResu
     comps = [Comparison(conservative, "MFEC (exact)", MATCHES, margin=margin, floor=fl)]
     series = {labels[r]: _windows(sweep[sweep.merge_radius == r]) for r in radii}
     return ClaimResult(
-        EC_3, est, conservative, comps, floor_reason="" if fl else NO_FLOOR_RUNS,
-        budget=_budget(cfg, [env]), used=_used(cfg, [env]),
-        trends=trends(EC_3, comps, series, CHECKPOINTS, cfg.bootstrap_reps), trend_note=WINDOWS,
+        claim=EC_3,
+        estimates=est,
+        ours=conservative,
+        comparisons=comps,
+        floor_reason="" if fl else NO_FLOOR_RUNS,
+        budget=_budget(cfg, [env]),
+        used=_used(cfg, [env]),
+        trends=trends(EC_3, comps, series, CHECKPOINTS, cfg.bootstrap_reps),
+        trend_note=WINDOWS,
         deviations=AGGREGATION,
         coverage_note="larger radii are reported beside it, not tested",
-    )  # fmt: skip
+    )
 
 
 def ec_4(cfg: EpisodicControlParams, df: pd.DataFrame, floors=None) -> ClaimResult | None:
@@ -239,15 +288,20 @@ def ec_4(cfg: EpisodicControlParams, df: pd.DataFrame, floors=None) -> ClaimResu
             comps.append(Comparison(_name("NEC", e), _name("DQN", e), floor=fl))
         if _has(df, e, "MFEC"):
             margin = gap_margin(fl, est[_name("MFEC", e)].iqm)
-            comps.append(Comparison(_name("NEC", e), _name("MFEC", e), MATCHES, margin=margin,
-                                    floor=fl))  # fmt: skip
+            comps.append(
+                Comparison(_name("NEC", e), _name("MFEC", e), MATCHES, margin=margin, floor=fl)
+            )
     p = cfg.nec
     return ClaimResult(
-        replace(EC_4, metric=EARLY.format(early=cfg.early_fraction)),
-        est, _name("NEC", envs[0]), comps,
+        claim=replace(EC_4, metric=EARLY.format(early=cfg.early_fraction)),
+        estimates=est,
+        ours=_name("NEC", envs[0]),
+        comparisons=comps,
         floor_reason="" if any(c.floor for c in comps) else NO_FLOOR_RUNS,
-        budget=_budget(cfg, envs), used=_used(cfg, envs),
-        trends=trends(EC_4, comps, _series(df, pairs), CHECKPOINTS, cfg.bootstrap_reps), trend_note=WINDOWS,
+        budget=_budget(cfg, envs),
+        used=_used(cfg, envs),
+        trends=trends(EC_4, comps, _series(df, pairs), CHECKPOINTS, cfg.bootstrap_reps),
+        trend_note=WINDOWS,
         deviations=[
             MINATAR,
             f"embedding: MinAtar conv torso -> {p.key_dim}-d keys (Kaixhin/EC: 128)",
@@ -259,7 +313,7 @@ def ec_4(cfg: EpisodicControlParams, df: pd.DataFrame, floors=None) -> ClaimResu
         ],
         coverage_complete=False,
         coverage_note="NEC runs on a subset of the envs to fit the CPU budget",
-    )  # fmt: skip
+    )
 
 
 CLAIMS = (ec_1, ec_2, ec_3, ec_4)

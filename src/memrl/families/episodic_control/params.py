@@ -11,12 +11,10 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from memrl.config import DQNParams, EnvId, NonNegInt, PosFloat, PosInt, Prob, StrictModel
-
-
-def short_env(env_id: str) -> str:
-    """``MinAtar/Breakout-v1`` -> ``Breakout``; ``CartPole-v1`` -> ``CartPole``."""
-    return env_id.split("/")[-1].rsplit("-v", 1)[0]
+from memrl.agents.mfec import MFECParams
+from memrl.agents.nec import NECParams
+from memrl.agents.sb3 import DQNParams
+from memrl.schema import EnvId, PosFloat, PosInt, StrictModel
 
 
 def method_label(method: str, merge_radius: float = 0.0) -> str:
@@ -29,40 +27,6 @@ class ECEnvParams(StrictModel):
     env_id: EnvId
     total_timesteps: PosInt
     methods: list[Literal["DQN", "MFEC", "NEC"]] = Field(min_length=1)
-
-
-class MFECParams(StrictModel):
-    """Model-Free Episodic Control (Blundell et al. 2016)."""
-
-    key_dim: PosInt
-    k: PosInt
-    capacity: PosInt
-    gamma: Annotated[float, Field(gt=0, le=1)]
-    epsilon_start: Prob
-    epsilon_final: Prob
-    exploration_fraction: Prob
-    merge_radius: Annotated[float, Field(ge=0)] = 0.0
-
-
-class NECParams(StrictModel):
-    """Neural Episodic Control (Pritzel et al. 2017)."""
-
-    key_dim: PosInt
-    capacity: PosInt
-    neighbours: PosInt
-    delta: PosFloat
-    alpha: Prob
-    learning_rate: PosFloat
-    dnd_learning_rate: Annotated[float, Field(ge=0)]
-    buffer_size: PosInt
-    batch_size: PosInt
-    n_step: PosInt
-    gamma: Annotated[float, Field(gt=0, le=1)]
-    train_freq: PosInt
-    learning_starts: NonNegInt
-    epsilon_start: Prob
-    epsilon_final: Prob
-    exploration_fraction: Prob
 
 
 class AggregationParams(StrictModel):

@@ -8,19 +8,24 @@ from typing import Any
 import pandas as pd
 
 from memrl.families import Plot
-from memrl.stats.curves import wide
 from memrl.stats.floors import FLOOR
+from memrl.stats.points import wide
 
 PLOTS = tuple(
-    Plot(f"{env}.csv", "step", (*methods, FLOOR),
-         f"Episodic control on {where}: training return (IQM over seeds)",
-         "environment steps", "training return (mean of recent episodes)")
+    Plot(
+        f"{env}.csv",
+        "step",
+        (*methods, FLOOR),
+        f"Episodic control on {where}: training return (IQM over seeds)",
+        "environment steps",
+        "training return (mean of recent episodes)",
+    )
     for env, methods, where in [
         ("Breakout", ("DQN", "MFEC", "NEC"), "MinAtar Breakout"),
         ("SpaceInvaders", ("DQN", "MFEC"), "MinAtar Space Invaders"),
         ("CartPole", ("DQN", "MFEC", "NEC"), "CartPole"),
     ]
-)  # fmt: skip
+)
 
 
 def load(results: Sequence[dict[str, Any]], env_order: Sequence[str]) -> pd.DataFrame:
@@ -44,5 +49,7 @@ def plot_data(curve_df: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """Wide per-env tables (step, one IQM column per declared method, then their 95% CIs)
     for ``dvc plots`` (see :data:`PLOTS`)."""
     methods = {p.file: p.y for p in PLOTS}  # an env params.yaml adds: every method it ran
-    return {f"{env}.csv": wide(g, "step", methods.get(f"{env}.csv", ("DQN", "MFEC", "NEC")))
-            for env, g in curve_df.groupby("env", sort=False)}  # fmt: skip
+    return {
+        f"{env}.csv": wide(g, "step", methods.get(f"{env}.csv", ("DQN", "MFEC", "NEC")))
+        for env, g in curve_df.groupby("env", sort=False)
+    }

@@ -26,51 +26,81 @@ STEPS = "env steps"
 CUMULATIVE = "area under the training curve up to each quarter of the budget"
 
 ER_1 = Claim(
-    FAMILY, "ER-1", "Szlak & Shamir 2021, Convergence Results for Q-Learning with ER",
-    "Sec. 5 (MDP class where replay helps) and experiments",
-    "On MDPs where replay helps, Q-learning with replay converges faster (lower error to Q* "
+    family=FAMILY,
+    claim_id="ER-1",
+    paper="Szlak & Shamir 2021, Convergence Results for Q-Learning with ER",
+    source="Sec. 5 (MDP class where replay helps) and experiments",
+    statement="On MDPs where replay helps, Q-learning with replay converges faster (lower error to Q* "
     "at equal env samples), more so with more/more frequent replays.",
-    "qualitative (no number retrieved)",
-    "relative max-norm error |Q-Q*|/|Q*| after the env budget", False,
-    regime="final", paper_budget=None,  # the experiments' constants were not retrieved
-)  # fmt: skip
+    paper_value="qualitative (no number retrieved)",
+    metric="relative max-norm error |Q-Q*|/|Q*| after the env budget",
+    higher_is_better=False,
+    regime="final",
+    paper_budget=None,  # the experiments' constants were not retrieved
+)
 ER_2 = Claim(
-    FAMILY, "ER-2", PER, "Sec. 3.1, Fig. 1 (Blind Cliffwalk)",
-    "Updates needed to learn the Blind Cliffwalk: oracle < prioritized << uniform, the "
+    family=FAMILY,
+    claim_id="ER-2",
+    paper=PER,
+    source="Sec. 3.1, Fig. 1 (Blind Cliffwalk)",
+    statement="Updates needed to learn the Blind Cliffwalk: oracle < prioritized << uniform, the "
     "uniform agent's cost growing exponentially with the number of states.",
-    "qualitative ordering (log-scale figure; values not read off)",
-    "replay updates until MSE(Q, Q*) < {threshold} at n = {n}", False,
-    regime="final", paper_budget=None,  # Fig. 1's largest memory (~2^14?) not verified
-)  # fmt: skip
+    paper_value="qualitative ordering (log-scale figure; values not read off)",
+    metric="replay updates until MSE(Q, Q*) < {threshold} at n = {n}",
+    higher_is_better=False,
+    regime="final",
+    paper_budget=None,  # Fig. 1's largest memory (~2^14?) not verified
+)
 ER_3 = Claim(
-    FAMILY, "ER-3", PER, "Sec. 4, Fig. 3 / Table 1 (Atari: PER beats uniform on 41 of 49 games)",
-    "DQN with proportional prioritized replay learns faster than DQN with uniform replay.",
-    "41/49 Atari games improved (not testable on CPU); faster learning",
-    "mean training-episode return over {steps} steps on {env} (area under the learning curve)",
-    True, regime="early", paper_budget=Budget(12_500_000, STEPS),  # 50M frames, frame skip 4
-)  # fmt: skip
+    family=FAMILY,
+    claim_id="ER-3",
+    paper=PER,
+    source="Sec. 4, Fig. 3 / Table 1 (Atari: PER beats uniform on 41 of 49 games)",
+    statement="DQN with proportional prioritized replay learns faster than DQN with uniform replay.",
+    paper_value="41/49 Atari games improved (not testable on CPU); faster learning",
+    metric="mean training-episode return over {steps} steps on {env} (area under the learning curve)",
+    higher_is_better=True,
+    regime="early",
+    paper_budget=Budget(12_500_000, STEPS),  # 50M frames, frame skip 4
+)
 ER_4 = Claim(
-    FAMILY, "ER-4", "Andrychowicz et al. 2017, Hindsight Experience Replay",
-    "Sec. 4.1, Fig. 1 (bit flipping)",
-    "DQN fails on bit flipping beyond ~13-15 bits; DQN+HER solves it up to 50 bits.",
-    "DQN: up to ~13-15 bits; DQN+HER: up to 50 bits (unverified read of Fig. 1)",
-    "largest n (bits) solved, success rate >= {threshold} (0 = none)", True,
+    family=FAMILY,
+    claim_id="ER-4",
+    paper="Andrychowicz et al. 2017, Hindsight Experience Replay",
+    source="Sec. 4.1, Fig. 1 (bit flipping)",
+    statement="DQN fails on bit flipping beyond ~13-15 bits; DQN+HER solves it up to 50 bits.",
+    paper_value="DQN: up to ~13-15 bits; DQN+HER: up to 50 bits (unverified read of Fig. 1)",
+    metric="largest n (bits) solved, success rate >= {threshold} (0 = none)",
+    higher_is_better=True,
     # the paper's loop as the Coach preset: 200 epochs x 50 cycles x 16 episodes of n steps
-    regime="final", paper_budget=Budget(160_000, "env steps per bit"),
-)  # fmt: skip
+    regime="final",
+    paper_budget=Budget(160_000, "env steps per bit"),
+)
 ER_5 = Claim(
-    FAMILY, "ER-5", RAE, "Sec. 5, Fig. 3-4 (RaE vs from-scratch learning)",
-    "Mixing data from previous experiments into replay at a fixed ratio learns faster / "
+    family=FAMILY,
+    claim_id="ER-5",
+    paper=RAE,
+    source="Sec. 5, Fig. 3-4 (RaE vs from-scratch learning)",
+    statement="Mixing data from previous experiments into replay at a fixed ratio learns faster / "
     "better than learning from scratch.",
-    "qualitative (RaE >= baselines across domains)", AUC, True,
-    regime="early", paper_budget=None,  # millions of steps per domain; not retrieved
-)  # fmt: skip
+    paper_value="qualitative (RaE >= baselines across domains)",
+    metric=AUC,
+    higher_is_better=True,
+    regime="early",
+    paper_budget=None,  # millions of steps per domain; not retrieved
+)
 ER_6 = Claim(
-    FAMILY, "ER-6", RAE, "Sec. 5.3 ablations (data quality and quantity)",
-    "RaE stays better than learning from scratch with lower-quality or less prior data.",
-    "qualitative (robust to data quality and amount)", AUC, True,
-    regime="early", paper_budget=None,
-)  # fmt: skip
+    family=FAMILY,
+    claim_id="ER-6",
+    paper=RAE,
+    source="Sec. 5.3 ablations (data quality and quantity)",
+    statement="RaE stays better than learning from scratch with lower-quality or less prior data.",
+    paper_value="qualitative (robust to data quality and amount)",
+    metric=AUC,
+    higher_is_better=True,
+    regime="early",
+    paper_budget=None,
+)
 
 
 def _est(cfg: ExperienceReplayParams, claim: Claim, name: str, values):
@@ -101,11 +131,18 @@ def _max_solved_per_seed(df: pd.DataFrame, threshold: float) -> dict[str, np.nda
 
 def _auc_at(df: pd.DataFrame) -> np.ndarray:
     """Seeds x checkpoints: mean training return from the start to each quarter."""
-    return np.array([
-        checkpoint_windows(r.episode_returns, r.episode_lengths, r.total_timesteps,
-                           CHECKPOINTS, cumulative=True)
-        for r in df.sort_values("seed").itertuples()
-    ])  # fmt: skip
+    return np.array(
+        [
+            checkpoint_windows(
+                r.episode_returns,
+                r.episode_lengths,
+                r.total_timesteps,
+                CHECKPOINTS,
+                cumulative=True,
+            )
+            for r in df.sort_values("seed").itertuples()
+        ]
+    )
 
 
 def er_1(cfg: ExperienceReplayParams, runs: Runs, floors=None) -> ClaimResult | None:
@@ -120,40 +157,53 @@ def er_1(cfg: ExperienceReplayParams, runs: Runs, floors=None) -> ClaimResult | 
 
     def at(r) -> list[float]:  # the error at each checkpoint's step (the last logged by then)
         steps = np.asarray(r.steps)
-        return [r.error[int(np.searchsorted(steps, f * qp.env_steps, "right")) - 1]
-                for f in CHECKPOINTS]  # fmt: skip
+        return [
+            r.error[int(np.searchsorted(steps, f * qp.env_steps, "right")) - 1] for f in CHECKPOINTS
+        ]
 
-    series = {c: np.array([at(r) for r in g.sort_values("seed").itertuples()])
-              for c, g in q.groupby("config")}  # fmt: skip
+    series = {
+        c: np.array([at(r) for r in g.sort_values("seed").itertuples()])
+        for c, g in q.groupby("config")
+    }
     return ClaimResult(
-        ER_1, est, top, comps,
+        claim=ER_1,
+        estimates=est,
+        ours=top,
+        comparisons=comps,
         budget=f"{qp.env_steps} env steps, chain of {qp.n_states} states",
-        used=Budget(qp.env_steps, STEPS), trends=trends(ER_1, comps, series, CHECKPOINTS, cfg.bootstrap_reps),
-        trend_note="error to Q* at each quarter of the env budget", floor_reason=reason,
+        used=Budget(qp.env_steps, STEPS),
+        trends=trends(ER_1, comps, series, CHECKPOINTS, cfg.bootstrap_reps),
+        trend_note="error to Q* at each quarter of the env budget",
+        floor_reason=reason,
         deviations=[
             "the paper's exact MDP class and constants could not be retrieved; we use a "
             "rare-reward chain (see memrl.envs.tabular.rare_reward_chain) that fits its description",
             f"polynomial step size 1/(1+n(s,a))^{qp.lr_exponent}, counting replayed updates",
         ],
-    )  # fmt: skip
+    )
 
 
 def er_2(cfg: ExperienceReplayParams, runs: Runs, floors=None) -> ClaimResult | None:
     cw, cp = runs["cliffwalk"], cfg.cliffwalk
     n_max = max(cp.n_states)
     big = cw[cw.n_states == n_max]
-    est = {m: _est(cfg, ER_2, m, big[big.method == m].updates)
-           for m in ("oracle", "prioritized", "uniform")}  # fmt: skip
+    est = {
+        m: _est(cfg, ER_2, m, big[big.method == m].updates)
+        for m in ("oracle", "prioritized", "uniform")
+    }
     comps = [Comparison("oracle", "prioritized"), Comparison("prioritized", "uniform")]
     ns = sorted(cp.n_states)
     series = {
-        m: np.array([[g[g.n_states == n].sort_values("seed").updates.to_numpy(float)]
-                     for n in ns])[:, 0].T
+        m: np.array([[g[g.n_states == n].sort_values("seed").updates.to_numpy(float)] for n in ns])[
+            :, 0
+        ].T
         for m, g in cw.groupby("method")
-    }  # fmt: skip
+    }
     return ClaimResult(
-        replace(ER_2, metric=ER_2.metric.format(threshold=cp.mse_threshold, n=n_max)),
-        est, "prioritized", comps,
+        claim=replace(ER_2, metric=ER_2.metric.format(threshold=cp.mse_threshold, n=n_max)),
+        estimates=est,
+        ours="prioritized",
+        comparisons=comps,
         budget=f"n = {list(cp.n_states)} states, cap {cp.max_updates} updates "
         f"({int(cw.censored.sum())} censored)",
         used=Budget(2 * (2**n_max - 1), "transitions in memory"),
@@ -171,29 +221,34 @@ def er_2(cfg: ExperienceReplayParams, runs: Runs, floors=None) -> ClaimResult | 
             "uniform_log2_updates_per_state": _log2_slope(cw[cw.method == "uniform"]),
             "prioritized_log2_updates_per_state": _log2_slope(cw[cw.method == "prioritized"]),
         },
-    )  # fmt: skip
+    )
 
 
 def er_3(cfg: ExperienceReplayParams, runs: Runs, floors=None) -> ClaimResult | None:
     pdq, pp = runs["per_dqn"], cfg.per_dqn
     fl_est, fl, reason = _floor(cfg, floors, ER_3, pp.env_id)
-    est = fl_est | {m: _est(cfg, ER_3, m, pdq[pdq.method == m].mean_train_return)
-                    for m in ("DQN+PER", "DQN")}  # fmt: skip
+    est = fl_est | {
+        m: _est(cfg, ER_3, m, pdq[pdq.method == m].mean_train_return) for m in ("DQN+PER", "DQN")
+    }
     comps = [Comparison("DQN+PER", "DQN", floor=fl)]
     series = {m: _auc_at(pdq[pdq.method == m]) for m in ("DQN+PER", "DQN")}
     return ClaimResult(
-        replace(ER_3, metric=ER_3.metric.format(steps=pp.total_timesteps, env=pp.env_id)),
-        est, "DQN+PER", comps,
+        claim=replace(ER_3, metric=ER_3.metric.format(steps=pp.total_timesteps, env=pp.env_id)),
+        estimates=est,
+        ours="DQN+PER",
+        comparisons=comps,
         budget=f"{pp.total_timesteps} env steps on {pp.env_id}",
-        used=Budget(pp.total_timesteps, STEPS), trends=trends(ER_3, comps, series, CHECKPOINTS, cfg.bootstrap_reps),
-        trend_note=CUMULATIVE, floor_reason=reason,
+        used=Budget(pp.total_timesteps, STEPS),
+        trends=trends(ER_3, comps, series, CHECKPOINTS, cfg.bootstrap_reps),
+        trend_note=CUMULATIVE,
+        floor_reason=reason,
         deviations=[
             f"{pp.env_id} with the rl-zoo DQN hyperparameters instead of Atari (50M frames)",
             f"PER alpha {pp.alpha}, beta {pp.beta0}->1 and step size x{pp.lr_scale} as in the paper",
         ],
         coverage_complete=False,
         coverage_note="one small control task stands in for the 49 Atari games",
-    )  # fmt: skip
+    )
 
 
 def er_4(cfg: ExperienceReplayParams, runs: Runs, floors=None) -> ClaimResult | None:
@@ -212,13 +267,17 @@ def er_4(cfg: ExperienceReplayParams, runs: Runs, floors=None) -> ClaimResult | 
             est[fl] = _est(cfg, ER_4, fl, _max_solved_per_seed(bits, hp.success_threshold)[fl])
     comps = [Comparison("DQN+HER", "DQN", floor=fl)]
     her = runs["her"]
-    at = [her.assign(success=her.checkpoint_success.map(lambda v, j=j: v[j]))
-          for j in range(len(CHECKPOINTS))]  # fmt: skip
+    at = [
+        her.assign(success=her.checkpoint_success.map(lambda v, j=j: v[j]))
+        for j in range(len(CHECKPOINTS))
+    ]
     per_checkpoint = [_max_solved_per_seed(df, hp.success_threshold) for df in at]
     series = {m: np.array([pc[m] for pc in per_checkpoint]).T for m in ("DQN+HER", "DQN")}
     return ClaimResult(
-        replace(ER_4, metric=ER_4.metric.format(threshold=hp.success_threshold)),
-        est, "DQN+HER", comps,
+        claim=replace(ER_4, metric=ER_4.metric.format(threshold=hp.success_threshold)),
+        estimates=est,
+        ours="DQN+HER",
+        comparisons=comps,
         budget=f"{hp.steps_per_bit} x n env steps per run, n in {list(hp.n_bits)}",
         used=Budget(hp.steps_per_bit, "env steps per bit"),
         trends=trends(ER_4, comps, series, CHECKPOINTS, cfg.bootstrap_reps),
@@ -237,7 +296,7 @@ def er_4(cfg: ExperienceReplayParams, runs: Runs, floors=None) -> ClaimResult | 
         coverage_note=f"swept n up to {n_top}; DQN+HER solved up to n = {reach:.3g} "
         "(IQM over seeds; paper: 50)",
         extra={"success_threshold": hp.success_threshold},
-    )  # fmt: skip
+    )
 
 
 def _rae_deviations(cfg: ExperienceReplayParams) -> list[str]:
@@ -261,18 +320,26 @@ def _rae(cfg, runs: Runs, claim: Claim, conditions, floors) -> tuple[dict, str |
 def _rae_budget(cfg, runs: Runs, claim: Claim, comps) -> dict:
     r = runs["rae"]
     series = {c: _auc_at(r[r.condition == c]) for c in r.condition.unique()}
-    return {"used": Budget(cfg.rae.total_timesteps, STEPS), "trend_note": CUMULATIVE,
-            "trends": trends(claim, comps, series, CHECKPOINTS, cfg.bootstrap_reps)}  # fmt: skip
+    return {
+        "used": Budget(cfg.rae.total_timesteps, STEPS),
+        "trend_note": CUMULATIVE,
+        "trends": trends(claim, comps, series, CHECKPOINTS, cfg.bootstrap_reps),
+    }
 
 
 def er_5(cfg: ExperienceReplayParams, runs: Runs, floors=None) -> ClaimResult | None:
     est, fl, reason = _rae(cfg, runs, ER_5, ("RaE (all prior data)", "scratch"), floors)
     comps = [Comparison("RaE (all prior data)", "scratch", floor=fl)]
     return ClaimResult(
-        ER_5, est, "RaE (all prior data)", comps, floor_reason=reason,
-        budget=f"{cfg.rae.total_timesteps} env steps", deviations=_rae_deviations(cfg),
+        claim=ER_5,
+        estimates=est,
+        ours="RaE (all prior data)",
+        comparisons=comps,
+        floor_reason=reason,
+        budget=f"{cfg.rae.total_timesteps} env steps",
+        deviations=_rae_deviations(cfg),
         **_rae_budget(cfg, runs, ER_5, comps),
-    )  # fmt: skip
+    )
 
 
 def er_6(cfg: ExperienceReplayParams, runs: Runs, floors=None) -> ClaimResult | None:
@@ -281,13 +348,19 @@ def er_6(cfg: ExperienceReplayParams, runs: Runs, floors=None) -> ClaimResult | 
     est, fl, reason = _rae(cfg, runs, ER_6, (low, small, "scratch"), floors)
     comps = [Comparison(low, "scratch", floor=fl), Comparison(small, "scratch", floor=fl)]
     return ClaimResult(
-        ER_6, est, low, comps, floor_reason=reason,
-        budget=f"{rp.total_timesteps} env steps", **_rae_budget(cfg, runs, ER_6, comps),
-        deviations=_rae_deviations(cfg) + [
+        claim=ER_6,
+        estimates=est,
+        ours=low,
+        comparisons=comps,
+        floor_reason=reason,
+        budget=f"{rp.total_timesteps} env steps",
+        **_rae_budget(cfg, runs, ER_6, comps),
+        deviations=_rae_deviations(cfg)
+        + [
             f"low quality = first {rp.early_fraction:.0%} of the prior run; "
             f"small = random {rp.small_fraction:.0%} of it"
         ],
-    )  # fmt: skip
+    )
 
 
 CLAIMS = (er_1, er_2, er_3, er_4, er_5, er_6)

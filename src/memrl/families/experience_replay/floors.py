@@ -41,8 +41,13 @@ def bitflip_random(seed: int, n_bits: int, episodes: int) -> dict[str, Any]:
             if done:
                 wins += bool(info.get("is_success", False))
                 break
-    return {"floor": "random", "env": f"bits n={n_bits}", "n_bits": n_bits, "seed": seed,
-            "score": wins / episodes}  # fmt: skip
+    return {
+        "floor": "random",
+        "env": f"bits n={n_bits}",
+        "n_bits": n_bits,
+        "seed": seed,
+        "score": wins / episodes,
+    }
 
 
 def grid(cfg: ExperienceReplayParams) -> list[JobSpec]:
@@ -50,15 +55,30 @@ def grid(cfg: ExperienceReplayParams) -> list[JobSpec]:
     chain = {"n_states": q.n_states, "p_forward": q.p_forward, "gamma": q.gamma}
     out = []
     for s in range(cfg.seeds):
-        out.append(JobSpec(f"{HERE}:q_zero_error", {"seed": s, "p": chain}, 0.01,
-                           label=f"no learning · chain · seed {s}"))  # fmt: skip
-        for env_id, steps in ((cfg.per_dqn.env_id, cfg.per_dqn.total_timesteps),
-                              (cfg.rae.env_id, cfg.rae.total_timesteps)):  # fmt: skip
+        out.append(
+            JobSpec(
+                f"{HERE}:q_zero_error",
+                {"seed": s, "p": chain},
+                0.01,
+                label=f"no learning · chain · seed {s}",
+            )
+        )
+        for env_id, steps in (
+            (cfg.per_dqn.env_id, cfg.per_dqn.total_timesteps),
+            (cfg.rae.env_id, cfg.rae.total_timesteps),
+        ):
             kw = {"env_id": env_id, "env": env_id, "seed": s, "steps": steps}
-            out.append(JobSpec(f"{random_policy.__module__}:{random_policy.__name__}", kw, 2e-5 * steps,
-                               label=f"random · {env_id} · seed {s}"))  # fmt: skip
+            out.append(
+                JobSpec(
+                    f"{random_policy.__module__}:{random_policy.__name__}",
+                    kw,
+                    2e-5 * steps,
+                    label=f"random · {env_id} · seed {s}",
+                )
+            )
         for n in cfg.her.n_bits:
             kw = {"seed": s, "n_bits": n, "episodes": cfg.her.eval_episodes}
-            out.append(JobSpec(f"{HERE}:bitflip_random", kw, 0.01,
-                               label=f"random · bits n={n} · seed {s}"))  # fmt: skip
+            out.append(
+                JobSpec(f"{HERE}:bitflip_random", kw, 0.01, label=f"random · bits n={n} · seed {s}")
+            )
     return out

@@ -31,11 +31,15 @@ def q_replay_job(seed: int, replay_count: int, replay_every: int, p: dict[str, A
         mdp, p["env_steps"], replay_count, replay_every, p["lr_exponent"], p["eval_every"], seed
     )
     return {
-        "kind": "q_replay", "seed": seed, "replay_count": replay_count,
-        "replay_every": replay_every, "config": q_label(replay_count, replay_every),
-        "steps": res["steps"].tolist(), "error": res["error"].tolist(),
+        "kind": "q_replay",
+        "seed": seed,
+        "replay_count": replay_count,
+        "replay_every": replay_every,
+        "config": q_label(replay_count, replay_every),
+        "steps": res["steps"].tolist(),
+        "error": res["error"].tolist(),
         "final_error": float(res["error"][-1]),
-    }  # fmt: skip
+    }
 
 
 def cliffwalk_job(seed: int, n: int, method: str, p: dict[str, Any]) -> dict[str, Any]:
@@ -46,15 +50,20 @@ def cliffwalk_job(seed: int, n: int, method: str, p: dict[str, Any]) -> dict[str
         n, method, p["lr"], p["alpha"], p["epsilon"], p["mse_threshold"], p["max_updates"], seed
     )
     return {
-        "kind": "cliffwalk", "seed": seed, "n_states": n, "memory_size": 2 * (2**n - 1),
-        "method": method, "updates": updates, "censored": updates >= p["max_updates"],
-    }  # fmt: skip
+        "kind": "cliffwalk",
+        "seed": seed,
+        "n_states": n,
+        "memory_size": 2 * (2**n - 1),
+        "method": method,
+        "updates": updates,
+        "censored": updates >= p["max_updates"],
+    }
 
 
 def per_dqn_job(seed: int, prioritized: bool, p: dict[str, Any]) -> dict[str, Any]:
     """SB3 DQN with uniform or prioritized replay (the paper's step size x ``lr_scale``)."""
+    from memrl.agents.sb3 import DQNParams
     from memrl.agents.sb3_baselines import per_dqn_train
-    from memrl.config import DQNParams
     from memrl.runtime import seed_everything
     from memrl.stats.curves import episode_curve
 
@@ -68,37 +77,55 @@ def per_dqn_job(seed: int, prioritized: bool, p: dict[str, Any]) -> dict[str, An
     rets = out["episode_returns"]
     grid = np.linspace(steps / 20, steps, 20).astype(int)
     return {
-        "kind": "per_dqn", "seed": seed, "method": "DQN+PER" if prioritized else "DQN",
+        "kind": "per_dqn",
+        "seed": seed,
+        "method": "DQN+PER" if prioritized else "DQN",
         "mean_train_return": float(np.mean(rets)) if rets else 0.0,
-        "final_return": out["eval_return"], "grid": grid.tolist(),
-        "curve": episode_curve(rets, out["episode_lengths"], grid), "total_timesteps": steps,
-        "episode_returns": rets, "episode_lengths": out["episode_lengths"],
-    }  # fmt: skip
+        "final_return": out["eval_return"],
+        "grid": grid.tolist(),
+        "curve": episode_curve(rets, out["episode_lengths"], grid),
+        "total_timesteps": steps,
+        "episode_returns": rets,
+        "episode_lengths": out["episode_lengths"],
+    }
 
 
 def her_job(seed: int, n_bits: int, her: bool, p: dict[str, Any]) -> dict[str, Any]:
     """SB3 DQN with or without HER on ``n_bits`` bit flipping: success after training and
     at each of :data:`~memrl.stats.curves.CHECKPOINTS` of its budget."""
+    from memrl.agents.sb3 import DQNParams
     from memrl.agents.sb3_baselines import her_dqn_success
-    from memrl.config import DQNParams
     from memrl.runtime import seed_everything
 
     seed_everything(seed)
     her_kw = None
     if her:
-        her_kw = {"n_sampled_goal": p["n_sampled_goal"],
-                  "goal_selection_strategy": p["goal_selection_strategy"]}  # fmt: skip
+        her_kw = {
+            "n_sampled_goal": p["n_sampled_goal"],
+            "goal_selection_strategy": p["goal_selection_strategy"],
+        }
     steps = p["steps_per_bit"] * n_bits
     dqn = DQNParams(**p["dqn"])
     if dqn.train_freq_unit == "episode":  # the paper's cycle: the target moves once per cycle
         dqn = dqn.model_copy(update={"target_update_interval": dqn.train_freq * n_bits})
     success = her_dqn_success(
-        n_bits, dqn, her_kw, steps, seed, p["eval_episodes"],
+        n_bits,
+        dqn,
+        her_kw,
+        steps,
+        seed,
+        p["eval_episodes"],
         [int(f * steps) for f in CHECKPOINTS[:-1]],
-    )  # fmt: skip
-    return {"kind": "her", "seed": seed, "n_bits": n_bits, "method": "DQN+HER" if her else "DQN",
-            "success": success[-1], "checkpoints": list(CHECKPOINTS),
-            "checkpoint_success": success}  # fmt: skip
+    )
+    return {
+        "kind": "her",
+        "seed": seed,
+        "n_bits": n_bits,
+        "method": "DQN+HER" if her else "DQN",
+        "success": success[-1],
+        "checkpoints": list(CHECKPOINTS),
+        "checkpoint_success": success,
+    }
 
 
 def prior_subset(prior: Any, condition: str, p: dict[str, Any], seed: int) -> Any:
@@ -118,8 +145,8 @@ def prior_subset(prior: Any, condition: str, p: dict[str, Any], seed: int) -> An
 def rae_job(seed: int, condition: str, p: dict[str, Any], prior_path: str) -> dict[str, Any]:
     """SB3 SAC from scratch or replaying an earlier experiment's data (``prior_path``, relative
     to the repo root) at a fixed ratio."""
+    from memrl.agents.sb3 import SACParams
     from memrl.agents.sb3_baselines import sac_with_prior_train
-    from memrl.config import SACParams
     from memrl.memory.mixed import Transitions
     from memrl.runtime import repo_root, seed_everything
     from memrl.stats.curves import episode_curve
@@ -130,18 +157,28 @@ def rae_job(seed: int, condition: str, p: dict[str, Any], prior_path: str) -> di
         prior = prior_subset(Transitions.load(str(repo_root() / prior_path)), condition, p, seed)
     steps = p["total_timesteps"]
     out = sac_with_prior_train(
-        p["env_id"], SACParams(**p["sac"]), prior, p["prior_fraction"], steps, seed,
+        p["env_id"],
+        SACParams(**p["sac"]),
+        prior,
+        p["prior_fraction"],
+        steps,
+        seed,
         p["eval_episodes"],
-    )  # fmt: skip
+    )
     grid = np.linspace(steps / 10, steps, 10).astype(int)
     rets = out["episode_returns"]
     return {
-        "kind": "rae", "seed": seed, "condition": condition,
+        "kind": "rae",
+        "seed": seed,
+        "condition": condition,
         "mean_train_return": float(np.mean(rets)) if rets else float("nan"),
-        "final_return": out["eval_return"], "grid": grid.tolist(),
-        "curve": episode_curve(rets, out["episode_lengths"], grid), "total_timesteps": steps,
-        "episode_returns": rets, "episode_lengths": out["episode_lengths"],
-    }  # fmt: skip
+        "final_return": out["eval_return"],
+        "grid": grid.tolist(),
+        "curve": episode_curve(rets, out["episode_lengths"], grid),
+        "total_timesteps": steps,
+        "episode_returns": rets,
+        "episode_lengths": out["episode_lengths"],
+    }
 
 
 def preflight(cfg: ExperienceReplayParams) -> None:
@@ -168,20 +205,69 @@ def grid(cfg: ExperienceReplayParams) -> list[JobSpec]:
 
     out = []
     for k, f in q_replay_configs(cfg.q_replay):
-        out += [job("q_replay_job", 1, f"Q-learning {q_label(k, f)} · seed {s}", seed=s,
-                    replay_count=k, replay_every=f, p=q) for s in seeds]  # fmt: skip
+        out += [
+            job(
+                "q_replay_job",
+                1,
+                f"Q-learning {q_label(k, f)} · seed {s}",
+                seed=s,
+                replay_count=k,
+                replay_every=f,
+                p=q,
+            )
+            for s in seeds
+        ]
     for n in cfg.cliffwalk.n_states:
         for m in ("oracle", "prioritized", "uniform"):
-            out += [job("cliffwalk_job", 2.0**n / 100, f"Cliffwalk n={n} {m} · seed {s}",
-                        seed=s, n=n, method=m, p=cw) for s in seeds]  # fmt: skip
+            out += [
+                job(
+                    "cliffwalk_job",
+                    2.0**n / 100,
+                    f"Cliffwalk n={n} {m} · seed {s}",
+                    seed=s,
+                    n=n,
+                    method=m,
+                    p=cw,
+                )
+                for s in seeds
+            ]
     for pr in (False, True):
-        out += [job("per_dqn_job", pd_.total_timesteps / 700, f"{'DQN+PER' if pr else 'DQN'} · seed {s}",
-                    seed=s, prioritized=pr, p=per) for s in seeds]  # fmt: skip
+        out += [
+            job(
+                "per_dqn_job",
+                pd_.total_timesteps / 700,
+                f"{'DQN+PER' if pr else 'DQN'} · seed {s}",
+                seed=s,
+                prioritized=pr,
+                p=per,
+            )
+            for s in seeds
+        ]
     for n in sorted(h.n_bits, reverse=True):
         for use in (True, False):
-            out += [job("her_job", h.steps_per_bit * n / 1300, f"{'DQN+HER' if use else 'DQN'} n={n} · seed {s}",
-                        seed=s, n_bits=n, her=use, p=her) for s in seeds]  # fmt: skip
+            out += [
+                job(
+                    "her_job",
+                    h.steps_per_bit * n / 1300,
+                    f"{'DQN+HER' if use else 'DQN'} n={n} · seed {s}",
+                    seed=s,
+                    n_bits=n,
+                    her=use,
+                    p=her,
+                )
+                for s in seeds
+            ]
     for c in RAE_CONDITIONS:
-        out += [job("rae_job", r.total_timesteps / 50, f"{c} · seed {s}", seed=s, condition=c,
-                    p=rae, prior_path=cfg.prior_data.path) for s in seeds]  # fmt: skip
+        out += [
+            job(
+                "rae_job",
+                r.total_timesteps / 50,
+                f"{c} · seed {s}",
+                seed=s,
+                condition=c,
+                p=rae,
+                prior_path=cfg.prior_data.path,
+            )
+            for s in seeds
+        ]
     return out

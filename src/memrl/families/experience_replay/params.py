@@ -11,7 +11,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from memrl.config import DQNParams, EnvId, NonNegInt, PosFloat, PosInt, Prob, SACParams, StrictModel
+from memrl.agents.sb3 import DQNParams, SACParams
+from memrl.schema import EnvId, NonNegInt, PosFloat, PosInt, Prob, StrictModel
 
 
 class QReplayParams(StrictModel):

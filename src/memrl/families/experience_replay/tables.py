@@ -10,25 +10,52 @@ import pandas as pd
 
 from memrl.families import Plot
 from memrl.families.experience_replay.params import RAE_CONDITIONS, ExperienceReplayParams, q_label
-from memrl.stats.curves import iqm_curves, wide
 from memrl.stats.floors import FLOOR
-from memrl.stats.points import iqm_points
+from memrl.stats.points import iqm_curves, iqm_points, wide
 
 KINDS = ("q_replay", "cliffwalk", "per_dqn", "her", "rae")
 PLOTS = (
-    Plot("q_replay.csv", "step", ("no replay", "fewest replays", "most replays", FLOOR),
-         "Q-learning + replay: error to Q* (IQM over seeds)", "environment steps",
-         "max |Q - Q*|"),
-    Plot("cliffwalk.csv", "n_states", ("oracle", "prioritized", "uniform"),
-         "Blind Cliffwalk: updates until learnt (IQM over seeds)", "states n (2^n transitions)",
-         "updates until learnt"),
-    Plot("per_dqn.csv", "step", ("DQN", "DQN+PER", FLOOR), "DQN vs DQN+PER: training return",
-         "environment steps", "training return (IQM over seeds)"),
-    Plot("her.csv", "n_bits", ("DQN", "DQN+HER"), "Bit flipping: success rate (IQM over seeds)",
-         "bits", "success rate (greedy)"),
-    Plot("rae.csv", "step", (*RAE_CONDITIONS, FLOOR), "Replay across Experiments: training return",
-         "environment steps", "training return (IQM over seeds)"),
-)  # fmt: skip
+    Plot(
+        "q_replay.csv",
+        "step",
+        ("no replay", "fewest replays", "most replays", FLOOR),
+        "Q-learning + replay: error to Q* (IQM over seeds)",
+        "environment steps",
+        "max |Q - Q*|",
+    ),
+    Plot(
+        "cliffwalk.csv",
+        "n_states",
+        ("oracle", "prioritized", "uniform"),
+        "Blind Cliffwalk: updates until learnt (IQM over seeds)",
+        "states n (2^n transitions)",
+        "updates until learnt",
+    ),
+    Plot(
+        "per_dqn.csv",
+        "step",
+        ("DQN", "DQN+PER", FLOOR),
+        "DQN vs DQN+PER: training return",
+        "environment steps",
+        "training return (IQM over seeds)",
+    ),
+    Plot(
+        "her.csv",
+        "n_bits",
+        ("DQN", "DQN+HER"),
+        "Bit flipping: success rate (IQM over seeds)",
+        "bits",
+        "success rate (greedy)",
+    ),
+    Plot(
+        "rae.csv",
+        "step",
+        (*RAE_CONDITIONS, FLOOR),
+        "Replay across Experiments: training return",
+        "environment steps",
+        "training return (IQM over seeds)",
+    ),
+)
 
 
 def load(results: Sequence[dict[str, Any]]) -> dict[str, pd.DataFrame]:

@@ -26,8 +26,10 @@ from memrl.stats.floors import name as floor_name
 from memrl.stats.trend import trends
 
 FAMILY = "llm_memory_rl"
-REMEMBERER = ("Zhang et al. 2023, Large Language Models Are Semi-Parametric Reinforcement "
-              "Learning Agents (REMEMBERER)")  # fmt: skip
+REMEMBERER = (
+    "Zhang et al. 2023, Large Language Models Are Semi-Parametric Reinforcement "
+    "Learning Agents (REMEMBERER)"
+)
 AGENTFLY = "Zhou et al. 2025, AgentFly / Memento: Fine-tuning LLM Agents without Fine-tuning LLMs"
 MEMORY_R1 = "Yan et al. 2025, Memory-R1: Enhancing LLM Agents to Manage and Utilize Memories via RL"
 EPISODES = "training episodes (epochs x training tasks)"
@@ -49,75 +51,138 @@ def _shop_floor(cfg, floors, claim: Claim, value) -> tuple[dict[str, Arm], str |
     return est, fl, top if top in est else None
 
 
-_RLEM_STATEMENT = ("An experience memory updated by RL (RLEM) raises the {what} of a frozen LLM "
-                   "agent above static exemplars, which beat the LLM alone.")  # fmt: skip
-_RLEM_VALUE = ("qualitative: RLEM > static exemplars (ReAct-style) > LLM only; RLEM +4% SR over "
-               "the prior state of the art (table values not retrieved)")  # fmt: skip
-LLM_1 = Claim(FAMILY, "LLM-1", REMEMBERER, "Sec. 4.2, Table 1 (WebShop)",
-              _RLEM_STATEMENT.format(what="success rate"), _RLEM_VALUE,
-              "success rate on the test tasks after training", True,
-              regime="final", paper_budget=Budget(30, EPISODES), below_floor=SCALE)  # fmt: skip
-LLM_2 = Claim(FAMILY, "LLM-2", REMEMBERER, "Sec. 4.2, Table 1 (WebShop)",
-              _RLEM_STATEMENT.format(what="score (WebShop reward)"), _RLEM_VALUE,
-              "score (WebShop reward) on the test tasks after training", True,
-              regime="final", paper_budget=Budget(30, EPISODES), below_floor=SCALE)  # fmt: skip
+_RLEM_STATEMENT = (
+    "An experience memory updated by RL (RLEM) raises the {what} of a frozen LLM "
+    "agent above static exemplars, which beat the LLM alone."
+)
+_RLEM_VALUE = (
+    "qualitative: RLEM > static exemplars (ReAct-style) > LLM only; RLEM +4% SR over "
+    "the prior state of the art (table values not retrieved)"
+)
+LLM_1 = Claim(
+    family=FAMILY,
+    claim_id="LLM-1",
+    paper=REMEMBERER,
+    source="Sec. 4.2, Table 1 (WebShop)",
+    statement=_RLEM_STATEMENT.format(what="success rate"),
+    paper_value=_RLEM_VALUE,
+    metric="success rate on the test tasks after training",
+    higher_is_better=True,
+    regime="final",
+    paper_budget=Budget(30, EPISODES),
+    below_floor=SCALE,
+)
+LLM_2 = Claim(
+    family=FAMILY,
+    claim_id="LLM-2",
+    paper=REMEMBERER,
+    source="Sec. 4.2, Table 1 (WebShop)",
+    statement=_RLEM_STATEMENT.format(what="score (WebShop reward)"),
+    paper_value=_RLEM_VALUE,
+    metric="score (WebShop reward) on the test tasks after training",
+    higher_is_better=True,
+    regime="final",
+    paper_budget=Budget(30, EPISODES),
+    below_floor=SCALE,
+)
 LLM_3 = Claim(
-    FAMILY, "LLM-3", REMEMBERER, "Sec. 4.3, Table 3 (robustness)",
-    "RLEM's gain over static exemplars holds across different initial experience memories "
+    family=FAMILY,
+    claim_id="LLM-3",
+    paper=REMEMBERER,
+    source="Sec. 4.3, Table 3 (robustness)",
+    statement="RLEM's gain over static exemplars holds across different initial experience memories "
     "and training sets.",
-    "qualitative: RLEM beats the static baseline for 2 initial memories x 2 training sets",
-    "test score of RLEM minus static exemplars, paired per run", True,
-    regime="final", paper_budget=Budget(30, EPISODES), below_floor=SCALE,
-)  # fmt: skip
+    paper_value="qualitative: RLEM beats the static baseline for 2 initial memories x 2 training sets",
+    metric="test score of RLEM minus static exemplars, paired per run",
+    higher_is_better=True,
+    regime="final",
+    paper_budget=Budget(30, EPISODES),
+    below_floor=SCALE,
+)
 LLM_4 = Claim(
-    FAMILY, "LLM-4", REMEMBERER, "Sec. 4.4, Table 4 (ablations)",
-    "Both n-step bootstrapping in the Q update and showing discouraged actions contribute "
+    family=FAMILY,
+    claim_id="LLM-4",
+    paper=REMEMBERER,
+    source="Sec. 4.4, Table 4 (ablations)",
+    statement="Both n-step bootstrapping in the Q update and showing discouraged actions contribute "
     "to RLEM's performance.",
-    "qualitative: removing either lowers success rate and score",
-    "score on the test tasks after training", True,
-    regime="final", paper_budget=Budget(30, EPISODES), below_floor=SCALE,
-)  # fmt: skip
+    paper_value="qualitative: removing either lowers success rate and score",
+    metric="score on the test tasks after training",
+    higher_is_better=True,
+    regime="final",
+    paper_budget=Budget(30, EPISODES),
+    below_floor=SCALE,
+)
 LLM_5 = Claim(
-    FAMILY, "LLM-5", AGENTFLY, "Sec. 4, Table 3 / Fig. 4 (iterations)",
-    "Case-based memory raises an LLM agent's results, and a learned (parametric) case "
+    family=FAMILY,
+    claim_id="LLM-5",
+    paper=AGENTFLY,
+    source="Sec. 4, Table 3 / Fig. 4 (iterations)",
+    statement="Case-based memory raises an LLM agent's results, and a learned (parametric) case "
     "selection does better than similarity (non-parametric) retrieval.",
-    "DeepResearcher after 5 iterations: parametric 85.44 >= non-parametric 84.85 >= no "
+    paper_value="DeepResearcher after 5 iterations: parametric 85.44 >= non-parametric 84.85 >= no "
     "memory 84.47 (F1, cumulative)",
-    "best score per task up to iteration {n}, mean over tasks", True,
-    regime="final", paper_budget=Budget(5, ITERATIONS), below_floor=SCALE,
-)  # fmt: skip
+    metric="best score per task up to iteration {n}, mean over tasks",
+    higher_is_better=True,
+    regime="final",
+    paper_budget=Budget(5, ITERATIONS),
+    below_floor=SCALE,
+)
 LLM_6 = Claim(
-    FAMILY, "LLM-6", AGENTFLY, "Sec. 4, Fig. 4 (continual learning over iterations)",
-    "With a case bank the agent improves over iterations on the same tasks, without "
+    family=FAMILY,
+    claim_id="LLM-6",
+    paper=AGENTFLY,
+    source="Sec. 4, Fig. 4 (continual learning over iterations)",
+    statement="With a case bank the agent improves over iterations on the same tasks, without "
     "changing the LLM's weights.",
-    "DeepResearcher: parametric 80.46 -> 85.44, non-parametric 79.84 -> 84.85 (iteration 1 -> 5)",
-    "score of each iteration's episodes (not cumulative)", True,
-    regime="final", paper_budget=Budget(5, ITERATIONS), below_floor=SCALE,
-)  # fmt: skip
-_MR1_STATEMENT = ("A memory manager trained with RL (GRPO) from the answer agent's exact match "
-                  "raises the answer agent's {what} above a Mem0-style manager and the same LLM "
-                  "prompted to manage memory without RL.")  # fmt: skip
+    paper_value="DeepResearcher: parametric 80.46 -> 85.44, non-parametric 79.84 -> 84.85 (iteration 1 -> 5)",
+    metric="score of each iteration's episodes (not cumulative)",
+    higher_is_better=True,
+    regime="final",
+    paper_budget=Budget(5, ITERATIONS),
+    below_floor=SCALE,
+)
+_MR1_STATEMENT = (
+    "A memory manager trained with RL (GRPO) from the answer agent's exact match "
+    "raises the answer agent's {what} above a Mem0-style manager and the same LLM "
+    "prompted to manage memory without RL."
+)
 LLM_7 = Claim(
-    FAMILY, "LLM-7", MEMORY_R1, "Sec. 4, Table 1 (LoCoMo)", _MR1_STATEMENT.format(what="F1"),
-    "LLaMA-3.1-8B on LoCoMo: Memory-R1-GRPO 45.02 F1 vs Mem0 30.41 (Memory-R1-PPO 41.05)",
-    "F1 of the answer agent on the test questions", True,
-    regime="final", paper_budget=None, below_floor=SCALE,  # GRPO epochs / steps not retrieved
-)  # fmt: skip
+    family=FAMILY,
+    claim_id="LLM-7",
+    paper=MEMORY_R1,
+    source="Sec. 4, Table 1 (LoCoMo)",
+    statement=_MR1_STATEMENT.format(what="F1"),
+    paper_value="LLaMA-3.1-8B on LoCoMo: Memory-R1-GRPO 45.02 F1 vs Mem0 30.41 (Memory-R1-PPO 41.05)",
+    metric="F1 of the answer agent on the test questions",
+    higher_is_better=True,
+    regime="final",
+    paper_budget=None,
+    below_floor=SCALE,  # GRPO epochs / steps not retrieved
+)
 LLM_8 = Claim(
-    FAMILY, "LLM-8", MEMORY_R1, "Sec. 4, Table 1 (LoCoMo)",
-    _MR1_STATEMENT.format(what="exact match"),
-    "qualitative: the RL-trained manager beats Mem0 and the untrained LLM manager (EM is the "
+    family=FAMILY,
+    claim_id="LLM-8",
+    paper=MEMORY_R1,
+    source="Sec. 4, Table 1 (LoCoMo)",
+    statement=_MR1_STATEMENT.format(what="exact match"),
+    paper_value="qualitative: the RL-trained manager beats Mem0 and the untrained LLM manager (EM is the "
     "training reward; table reports F1 / BLEU-1 / LLM-judge)",
-    "exact match of the answer agent on the test questions", True,
-    regime="final", paper_budget=None, below_floor=SCALE,
-)  # fmt: skip
+    metric="exact match of the answer agent on the test questions",
+    higher_is_better=True,
+    regime="final",
+    paper_budget=None,
+    below_floor=SCALE,
+)
 
 
 # =========================================================================== REMEMBERER
 def _rlem_budget(cfg: LLMMemoryRLParams) -> str:
     hp = cfg.rlem
-    return (f"{hp.epochs} epochs over 10 training tasks (paper: 3 x 10), {hp.test_tasks} test "
-            f"tasks (paper: 100); {cfg.seeds} runs (initial memory x training set)")  # fmt: skip
+    return (
+        f"{hp.epochs} epochs over 10 training tasks (paper: 3 x 10), {hp.test_tasks} test "
+        f"tasks (paper: 100); {cfg.seeds} runs (initial memory x training set)"
+    )
 
 
 def _rlem_deviations(cfg: LLMMemoryRLParams) -> list[str]:
@@ -136,9 +201,11 @@ def _rlem_deviations(cfg: LLMMemoryRLParams) -> list[str]:
 
 def _rlem_est(cfg, runs: Runs, claim: Claim, metric: str) -> dict[str, Arm]:
     df = runs.rlem
-    return {LABELS[c]: arm(df[df.condition == c][metric], claim.claim_id, LABELS[c],
-                           cfg.bootstrap_reps)
-            for c in cfg.rlem.conditions if (df.condition == c).any()}  # fmt: skip
+    return {
+        LABELS[c]: arm(df[df.condition == c][metric], claim.claim_id, LABELS[c], cfg.bootstrap_reps)
+        for c in cfg.rlem.conditions
+        if (df.condition == c).any()
+    }
 
 
 def _at(values: pd.Series, k: int) -> np.ndarray:
@@ -153,8 +220,9 @@ def _checkpointed(
     """The checkpoint fractions of the trained runs and, per condition's label, runs x
     checkpoints of ``column``."""
     fractions = list(max(df.checkpoints, key=len))
-    return fractions, {labels[c]: _at(g[column], len(fractions))
-                       for c, g in df.groupby("condition", sort=False)}  # fmt: skip
+    return fractions, {
+        labels[c]: _at(g[column], len(fractions)) for c, g in df.groupby("condition", sort=False)
+    }
 
 
 def _rlem_trends(cfg, runs: Runs, claim: Claim, comps, metric: str) -> dict:
@@ -178,10 +246,16 @@ def _rlem_vs_baselines(cfg, runs: Runs, claim: Claim, metric: str, floors) -> Cl
     if not pairs:
         return None
     comps = [Comparison(a, b, floor=fl, ceiling=top) for a, b in pairs]
-    return ClaimResult(claim, est | _rlem_est(cfg, runs, claim, metric), LABELS["rlem"], comps,
-                       budget=_rlem_budget(cfg), deviations=_rlem_deviations(cfg),
-                       floor_reason="" if fl else NO_FLOOR_RUNS,
-                       **_rlem_trends(cfg, runs, claim, comps, metric))  # fmt: skip
+    return ClaimResult(
+        claim=claim,
+        estimates=est | _rlem_est(cfg, runs, claim, metric),
+        ours=LABELS["rlem"],
+        comparisons=comps,
+        budget=_rlem_budget(cfg),
+        deviations=_rlem_deviations(cfg),
+        floor_reason="" if fl else NO_FLOOR_RUNS,
+        **_rlem_trends(cfg, runs, claim, comps, metric),
+    )
 
 
 def llm_1(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None:
@@ -200,33 +274,47 @@ def llm_3(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None
         return None
     by = {c: df[df.condition == c].set_index("run") for c in ("rlem", "static")}
     gain = (by["rlem"].test_score - by["static"].test_score).dropna()
-    combos = {f"memory {by['rlem'].init_memory[r]} · {by['rlem'].train_set[r]}": float(g)
-              for r, g in gain.items()}  # fmt: skip
+    combos = {
+        f"memory {by['rlem'].init_memory[r]} · {by['rlem'].train_set[r]}": float(g)
+        for r, g in gain.items()
+    }
     name = "RLEM − static (score gain)"
     fl_est, fl, top = _shop_floor(cfg, floors, LLM_3, "test_score")
-    sides = {k: v for k, v in _rlem_est(cfg, runs, LLM_3, "test_score").items()
-             if k in (LABELS["rlem"], LABELS["static"])}  # fmt: skip
-    est = fl_est | sides | {name: arm(gain.values, "LLM-3", name, cfg.bootstrap_reps),
-                            "no gain": reference(0.0)}  # fmt: skip
+    sides = {
+        k: v
+        for k, v in _rlem_est(cfg, runs, LLM_3, "test_score").items()
+        if k in (LABELS["rlem"], LABELS["static"])
+    }
+    est = (
+        fl_est
+        | sides
+        | {name: arm(gain.values, "LLM-3", name, cfg.bootstrap_reps), "no gain": reference(0.0)}
+    )
     n = len(combos)
     # the gain is judged only where RLEM or static exemplars clear the shop's floor
     comps = [Comparison(name, "no gain", floor=fl, ceiling=top, sides=tuple(sides) if fl else ())]
     fractions = list(max(df.checkpoints, key=len))
     runs_ = sorted(gain.index)
-    paired = (_at(by["rlem"].loc[runs_].checkpoint_score, len(fractions))
-              - _at(by["static"].loc[runs_].checkpoint_score, len(fractions)))  # fmt: skip
+    paired = _at(by["rlem"].loc[runs_].checkpoint_score, len(fractions)) - _at(
+        by["static"].loc[runs_].checkpoint_score, len(fractions)
+    )
     return ClaimResult(
-        LLM_3, est, name, comps,
-        budget=_rlem_budget(cfg), deviations=_rlem_deviations(cfg),
+        claim=LLM_3,
+        estimates=est,
+        ours=name,
+        comparisons=comps,
+        budget=_rlem_budget(cfg),
+        deviations=_rlem_deviations(cfg),
         used=Budget(cfg.rlem.epochs * cfg.shop_data.n_train, EPISODES),
-        trends=trends(LLM_3, comps, {name: paired, "no gain": 0.0}, fractions,
-                      cfg.bootstrap_reps),
+        trends=trends(LLM_3, comps, {name: paired, "no gain": 0.0}, fractions, cfg.bootstrap_reps),
         trend_note="paired gain on the test tasks after every training epoch",
         floor_reason="" if fl else NO_FLOOR_RUNS,
         coverage_complete=n >= 4,
-        coverage_note="" if n >= 4 else f"{n} runs cover {n} of the 4 (memory x training set) combos",
+        coverage_note=""
+        if n >= 4
+        else f"{n} runs cover {n} of the 4 (memory x training set) combos",
         extra={"gain_per_combo": combos},
-    )  # fmt: skip
+    )
 
 
 def llm_4(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None:
@@ -239,17 +327,24 @@ def llm_4(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None
     est |= {k: v for k, v in _rlem_est(cfg, runs, LLM_4, "test_score").items() if k in keep}
     comps = [Comparison(LABELS["rlem"], LABELS[a], floor=fl, ceiling=top) for a in ablations]
     return ClaimResult(
-        LLM_4, est, LABELS["rlem"], comps, floor_reason="" if fl else NO_FLOOR_RUNS,
-        budget=_rlem_budget(cfg), deviations=_rlem_deviations(cfg),
+        claim=LLM_4,
+        estimates=est,
+        ours=LABELS["rlem"],
+        comparisons=comps,
+        floor_reason="" if fl else NO_FLOOR_RUNS,
+        budget=_rlem_budget(cfg),
+        deviations=_rlem_deviations(cfg),
         **_rlem_trends(cfg, runs, LLM_4, comps, "test_score"),
-    )  # fmt: skip
+    )
 
 
 # =========================================================================== AgentFly
 def _fly_budget(cfg: LLMMemoryRLParams) -> str:
     hp = cfg.agentfly
-    return (f"{hp.iterations} iterations over {hp.tasks} tasks (paper: 5 over GAIA / "
-            f"DeepResearcher); {cfg.seeds} seeds")  # fmt: skip
+    return (
+        f"{hp.iterations} iterations over {hp.tasks} tasks (paper: 5 over GAIA / "
+        f"DeepResearcher); {cfg.seeds} seeds"
+    )
 
 
 def _fly_deviations(cfg: LLMMemoryRLParams) -> list[str]:
@@ -271,25 +366,37 @@ def llm_5(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None
     conds, fly, last = _fly_conds(cfg, runs), runs.fly, cfg.agentfly.iterations - 1
     order = [c for c in ("parametric", "nonparametric", "none") if c in conds]
     est, fl, top = _shop_floor(cfg, floors, LLM_5, lambda r: r.best_score[last])
-    comps = [Comparison(FLY_LABELS[a], FLY_LABELS[b], floor=fl, ceiling=top)
-             for a, b in itertools.pairwise(order)]  # fmt: skip
+    comps = [
+        Comparison(FLY_LABELS[a], FLY_LABELS[b], floor=fl, ceiling=top)
+        for a, b in itertools.pairwise(order)
+    ]
     if not comps:
         return None
-    est |= {FLY_LABELS[c]: arm([v[last] for v in fly[fly.condition == c].best_score],
-                               "LLM-5", FLY_LABELS[c], cfg.bootstrap_reps)
-            for c in conds}  # fmt: skip
+    est |= {
+        FLY_LABELS[c]: arm(
+            [v[last] for v in fly[fly.condition == c].best_score],
+            "LLM-5",
+            FLY_LABELS[c],
+            cfg.bootstrap_reps,
+        )
+        for c in conds
+    }
     n = cfg.agentfly.iterations
-    series = {FLY_LABELS[c]: np.array(fly[fly.condition == c].best_score.tolist(), float)
-              for c in conds}  # fmt: skip
+    series = {
+        FLY_LABELS[c]: np.array(fly[fly.condition == c].best_score.tolist(), float) for c in conds
+    }
     return ClaimResult(
-        replace(LLM_5, metric=LLM_5.metric.format(n=n)), est,
-        FLY_LABELS[order[0]], comps, budget=_fly_budget(cfg), deviations=_fly_deviations(cfg),
+        claim=replace(LLM_5, metric=LLM_5.metric.format(n=n)),
+        estimates=est,
+        ours=FLY_LABELS[order[0]],
+        comparisons=comps,
+        budget=_fly_budget(cfg),
+        deviations=_fly_deviations(cfg),
         used=Budget(n, ITERATIONS),
-        trends=trends(LLM_5, comps, series, [(i + 1) / n for i in range(n)],
-                      cfg.bootstrap_reps),
+        trends=trends(LLM_5, comps, series, [(i + 1) / n for i in range(n)], cfg.bootstrap_reps),
         trend_note="the same measure up to each iteration",
         floor_reason="" if fl else NO_FLOOR_RUNS,
-    )  # fmt: skip
+    )
 
 
 def llm_6(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None:
@@ -309,12 +416,18 @@ def llm_6(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None
         scores = np.array(g.iter_score.tolist(), float)
         series[a], series[b] = scores[:, 1:], np.repeat(scores[:, :1], n - 1, axis=1)
         comps.append(Comparison(a, b, floor=fl, ceiling=top))
-    return ClaimResult(LLM_6, est, comps[0].better, comps, budget=_fly_budget(cfg),
-                       floor_reason="" if fl else NO_FLOOR_RUNS,
-                       deviations=_fly_deviations(cfg), used=Budget(n, ITERATIONS),
-                       trends=trends(LLM_6, comps, series, [(i + 1) / n for i in range(1, n)],
-                                     cfg.bootstrap_reps),
-                       trend_note="iteration k's score against iteration 1's, k = 2..n")  # fmt: skip
+    return ClaimResult(
+        claim=LLM_6,
+        estimates=est,
+        ours=comps[0].better,
+        comparisons=comps,
+        budget=_fly_budget(cfg),
+        floor_reason="" if fl else NO_FLOOR_RUNS,
+        deviations=_fly_deviations(cfg),
+        used=Budget(n, ITERATIONS),
+        trends=trends(LLM_6, comps, series, [(i + 1) / n for i in range(1, n)], cfg.bootstrap_reps),
+        trend_note="iteration k's score against iteration 1's, k = 2..n",
+    )
 
 
 # =========================================================================== Memory-R1
@@ -343,31 +456,50 @@ def _memory_r1(cfg: LLMMemoryRLParams, runs: Runs, claim: Claim, metric: str, fl
     conds = [c for c in hp.conditions if (mr1.condition == c).any()]
     if "grpo" not in conds or len(conds) < 2:
         return None
-    budget = (f"GRPO: {hp.epochs} epochs over {hp.probes} probed training turns, G = {hp.group}; "
-              f"{int(mr1.questions.iloc[0])} test questions; {cfg.seeds} seeds (the baselines "
-              "are deterministic: one run stands for every seed)")  # fmt: skip
+    budget = (
+        f"GRPO: {hp.epochs} epochs over {hp.probes} probed training turns, G = {hp.group}; "
+        f"{int(mr1.questions.iloc[0])} test questions; {cfg.seeds} seeds (the baselines "
+        "are deterministic: one run stands for every seed)"
+    )
     counts = memory_r1_ops(mr1).groupby(level="condition", sort=False).sum()
     shares = counts.div(counts.sum(axis=1), axis=0).round(3)
-    op_shares = {c: {op: float(shares.loc[c, op]) for op in counts if counts.loc[c, op] > 0}
-                 for c in counts.index}  # fmt: skip
+    op_shares = {
+        c: {op: float(shares.loc[c, op]) for op in counts if counts.loc[c, op] > 0}
+        for c in counts.index
+    }
     est = floor_arm(floors, claim.claim_id, "dialogues", metric, "no memory", cfg.bootstrap_reps)
     fl = next(iter(est), None)
-    est |= {MR1_LABELS[c]: arm(mr1[mr1.condition == c][metric], claim.claim_id,
-                               MR1_LABELS[c], cfg.bootstrap_reps) for c in conds}  # fmt: skip
-    comps = [Comparison(MR1_LABELS["grpo"], MR1_LABELS[c], floor=fl)
-             for c in ("heuristic", "prompted") if c in conds]  # fmt: skip
+    est |= {
+        MR1_LABELS[c]: arm(
+            mr1[mr1.condition == c][metric], claim.claim_id, MR1_LABELS[c], cfg.bootstrap_reps
+        )
+        for c in conds
+    }
+    comps = [
+        Comparison(MR1_LABELS["grpo"], MR1_LABELS[c], floor=fl)
+        for c in ("heuristic", "prompted")
+        if c in conds
+    ]
     fractions, series = _checkpointed(mr1, f"checkpoint_{metric}", MR1_LABELS)
     return ClaimResult(
-        claim, est, MR1_LABELS["grpo"], comps, budget=budget, deviations=_mr1_deviations(cfg),
+        claim=claim,
+        estimates=est,
+        ours=MR1_LABELS["grpo"],
+        comparisons=comps,
+        budget=budget,
+        deviations=_mr1_deviations(cfg),
         used=Budget(hp.epochs * hp.probes, "probed training turns (epochs x turns)"),
         trends=trends(claim, comps, series, fractions, cfg.bootstrap_reps),
         trend_note="the test questions halfway through GRPO training and after it (the "
         "untrained managers keep their one test)",
         floor_reason="" if fl else NO_FLOOR_RUNS,
-        extra={"f1_by_category": {MR1_LABELS[c]: mr1[mr1.condition == c].f1_by_category.iloc[0]
-                                  for c in conds},
-               "operations chosen on the test turns (share)": op_shares},
-    )  # fmt: skip
+        extra={
+            "f1_by_category": {
+                MR1_LABELS[c]: mr1[mr1.condition == c].f1_by_category.iloc[0] for c in conds
+            },
+            "operations chosen on the test turns (share)": op_shares,
+        },
+    )
 
 
 def llm_7(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None:

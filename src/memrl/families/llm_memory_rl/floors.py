@@ -43,8 +43,15 @@ def _play(env, task, policy: str, rng: np.random.Generator) -> float:
             return float(reward)
 
 
-def shop_floor(shop: dict, shop_data: dict, policy: str, run: int, test_tasks: int,
-               fly_tasks: int, iterations: int) -> dict[str, Any]:  # fmt: skip
+def shop_floor(
+    shop: dict,
+    shop_data: dict,
+    policy: str,
+    run: int,
+    test_tasks: int,
+    fly_tasks: int,
+    iterations: int,
+) -> dict[str, Any]:
     """``policy`` on the first ``test_tasks`` test tasks (once) and on the first
     ``fly_tasks`` for ``iterations`` passes (AgentFly's per-iteration and best-so-far score)."""
     from memrl.envs.shop import ShopEnv, load_shop
@@ -62,10 +69,14 @@ def shop_floor(shop: dict, shop_data: dict, policy: str, run: int, test_tasks: i
         iter_score.append(float(r.mean()))
         best_score.append(float(best.mean()))
     return {
-        "floor": policy, "env": "shop", "run": run,
-        "test_score": float(np.mean(test)), "test_success": float(np.mean(np.array(test) >= 1 - 1e-9)),
-        "iter_score": iter_score, "best_score": best_score,
-    }  # fmt: skip
+        "floor": policy,
+        "env": "shop",
+        "run": run,
+        "test_score": float(np.mean(test)),
+        "test_success": float(np.mean(np.array(test) >= 1 - 1e-9)),
+        "iter_score": iter_score,
+        "best_score": best_score,
+    }
 
 
 def no_memory_answers(llm: dict, dialogue_data: dict, memory_r1: dict) -> dict[str, Any]:
@@ -83,10 +94,12 @@ def no_memory_answers(llm: dict, dialogue_data: dict, memory_r1: dict) -> dict[s
     empty = mr1.MemoryBank(_embedder(llm["embedder"]).embed)
     preds = [(answerer.answer(empty, q), q.answer) for c in test for q in c.questions]
     return {
-        "floor": "no memory", "env": "dialogues",
+        "floor": "no memory",
+        "env": "dialogues",
         "f1": float(np.mean([f1_score(p, a) for p, a in preds])),
-        "em": float(np.mean([exact_match(p, a) for p, a in preds])), "questions": len(preds),
-    }  # fmt: skip
+        "em": float(np.mean([exact_match(p, a) for p, a in preds])),
+        "questions": len(preds),
+    }
 
 
 def grid(cfg: LLMMemoryRLParams) -> list[JobSpec]:
@@ -96,17 +109,35 @@ def grid(cfg: LLMMemoryRLParams) -> list[JobSpec]:
     data = cfg.shop_data.model_dump(mode="json")
     fly = cfg.agentfly
     out = [
-        JobSpec(f"{HERE}:shop_floor",
-                {"shop": shop, "shop_data": data, "policy": p, "run": r,
-                 "test_tasks": cfg.rlem.test_tasks, "fly_tasks": fly.tasks,
-                 "iterations": fly.iterations},
-                1.0, label=f"{p} · shop · run {r}")
+        JobSpec(
+            f"{HERE}:shop_floor",
+            {
+                "shop": shop,
+                "shop_data": data,
+                "policy": p,
+                "run": r,
+                "test_tasks": cfg.rlem.test_tasks,
+                "fly_tasks": fly.tasks,
+                "iterations": fly.iterations,
+            },
+            1.0,
+            label=f"{p} · shop · run {r}",
+        )
         for p in SHOP_POLICIES
         for r in ([0] if p == ORACLE else range(cfg.seeds))
-    ]  # fmt: skip
+    ]
     mr1 = cfg.memory_r1.model_dump(mode="json", exclude={"conditions"})
     llm = cfg.llm.model_dump(mode="json")
-    out.append(JobSpec(f"{HERE}:no_memory_answers",
-                       {"llm": llm, "dialogue_data": cfg.dialogue_data.model_dump(mode="json"),
-                        "memory_r1": mr1}, 20.0, label="no memory · dialogues"))  # fmt: skip
+    out.append(
+        JobSpec(
+            f"{HERE}:no_memory_answers",
+            {
+                "llm": llm,
+                "dialogue_data": cfg.dialogue_data.model_dump(mode="json"),
+                "memory_r1": mr1,
+            },
+            20.0,
+            label="no memory · dialogues",
+        )
+    )
     return out

@@ -31,17 +31,26 @@ import tempfile
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
-from memrl.families.llm_memory_rl.params import LLMMemoryRLParams
+from memrl.families.llm_memory_rl.params import (
+    AgentFlyParams,
+    DialogueDataParams,
+    LLMMemoryRLParams,
+    LLMParams,
+    MemoryR1Params,
+    RLEMParams,
+    ShopDataParams,
+    ShopEnvParams,
+)
 from memrl.jobs import JobSpec
 
 HERE = "memrl.families.llm_memory_rl.jobs"
 TRAIN_SETS = ("train_a", "train_b")
 MR1_DETERMINISTIC = ("add_only", "heuristic", "prompted")
+BlockT = TypeVar("BlockT")
 
 
 # =========================================================================== resources
@@ -61,8 +70,10 @@ def _embedder(name: str):
     return Embedder(name)
 
 
-def _ns(block: dict[str, Any]) -> SimpleNamespace:
-    return SimpleNamespace(**block)
+def _typed(cls: type[BlockT], block: dict[str, Any]) -> BlockT:
+    """A job's parameter block (as the grid dumped it, validated when the profile loaded)
+    back as its typed model."""
+    return cls.model_construct(**block)
 
 
 def _saved(save: Callable[[Path], None], name: str) -> bytes:
@@ -72,7 +83,7 @@ def _saved(save: Callable[[Path], None], name: str) -> bytes:
         return (Path(tmp) / name).read_bytes()
 
 
-def load_tasks(shop_data: Any):
+def load_tasks(shop_data: ShopDataParams):
     """The catalogue and task splits from ``data/`` (a clear error names ``make data``)."""
     from memrl.envs.shop import load_shop
     from memrl.runtime import repo_root
@@ -80,14 +91,14 @@ def load_tasks(shop_data: Any):
     return load_shop(repo_root() / shop_data.path)
 
 
-def load_dialogues(dialogue_data: Any):
+def load_dialogues(dialogue_data: DialogueDataParams):
     from memrl.envs.dialogue import load_dialogues as load
     from memrl.runtime import repo_root
 
     return load(repo_root() / dialogue_data.path)
 
 
-def initial_memory(rlem: Any, env, tasks, bootstrap: bool = True):
+def initial_memory(rlem: RLEMParams, env, tasks, bootstrap: bool = True):
     """An experience memory seeded with the annotated trajectories of ``tasks``."""
     from memrl.envs.shop import expert_episode
     from memrl.memory.experience import ExperienceMemory, Step
@@ -98,7 +109,7 @@ def initial_memory(rlem: Any, env, tasks, bootstrap: bool = True):
     return mem
 
 
-def _setup(llm: Any, shop: Any, shop_data: Any, run: int, salt: int):
+def _setup(llm: LLMParams, shop: ShopEnvParams, shop_data: ShopDataParams, run: int, salt: int):
     """What every shop job starts from: its seed and RNG, the shop, and this process's LLM."""
     from memrl.envs.shop import ShopEnv
     from memrl.runtime import seed_everything
@@ -116,8 +127,9 @@ def rlem_job(llm: dict, shop: dict, shop_data: dict, rlem: dict, condition: str,
     then test."""
     from memrl.agents.rlem import MODES, RLEMAgent
 
-    llm, rl = _ns(llm), _ns(rlem)
-    rng, splits, env, scorer, embedder = _setup(llm, _ns(shop), _ns(shop_data), run, salt=7)
+    llm, rl = _typed(LLMParams, llm), _typed(RLEMParams, rlem)
+    shop, shop_data = _typed(ShopEnvParams, shop), _typed(ShopDataParams, shop_data)
+    rng, splits, env, scorer, embedder = _setup(llm, shop, shop_data, run, salt=7)
     init_id, train_set = run % 2, TRAIN_SETS[(run // 2) % 2]
     half = len(splits["init"]) // 2
     init_tasks = splits["init"][init_id * half : (init_id + 1) * half]
@@ -126,10 +138,15 @@ def rlem_job(llm: dict, shop: dict, shop_data: dict, rlem: dict, condition: str,
     if condition != "llm":
         memory = initial_memory(rl, env, init_tasks, condition != "rlem_no_bootstrap")
     agent = RLEMAgent(
-        scorer, embedder, memory, condition if condition in MODES else "rlem", rng,
-        exemplars=rl.exemplars, temperature=llm.temperature,
+        scorer,
+        embedder,
+        memory,
+        condition if condition in MODES else "rlem",
+        rng,
+        exemplars=rl.exemplars,
+        temperature=llm.temperature,
         discouraged=condition != "rlem_no_discouraged",
-    )  # fmt: skip
+    )
     train_success, train_score, checks = [], [], []
     test_tasks = splits["test"][: rl.test_tasks]
     if agent.mode == "rlem":
@@ -150,18 +167,24 @@ def rlem_job(llm: dict, shop: dict, shop_data: dict, rlem: dict, condition: str,
         name = f"{condition}-run{run}.json"
         files[name] = _saved(memory.save, name)
     return {
-        "paper": "rememberer", "condition": condition, "run": run,
-        "init_memory": "AB"[init_id], "train_set": train_set if agent.mode == "rlem" else "",
+        "paper": "rememberer",
+        "condition": condition,
+        "run": run,
+        "init_memory": "AB"[init_id],
+        "train_set": train_set if agent.mode == "rlem" else "",
         "test_success": float(np.mean([r.success for r in test])),
         "test_score": float(np.mean([r.reward for r in test])),
         "test_steps": float(np.mean([r.steps for r in test])),
-        "train_success": train_success, "train_score": train_score,
+        "train_success": train_success,
+        "train_score": train_score,
         "checkpoints": [(i + 1) / len(checks) for i in range(len(checks))],
         "checkpoint_success": [float(np.mean([r.success for r in t])) for t in checks],
         "checkpoint_score": [float(np.mean([r.reward for r in t])) for t in checks],
         "memory_records": len(memory) if memory is not None else 0,
-        "decisions": agent.decisions, "tokens": scorer.tokens_encoded - tok0, "files": files,
-    }  # fmt: skip
+        "decisions": agent.decisions,
+        "tokens": scorer.tokens_encoded - tok0,
+        "files": files,
+    }
 
 
 def agentfly_job(
@@ -172,8 +195,9 @@ def agentfly_job(
     from memrl.envs.shop import expert_episode
     from memrl.memory.cases import Case, CaseBank
 
-    llm, hp = _ns(llm), _ns(agentfly)
-    rng, splits, env, scorer, embedder = _setup(llm, _ns(shop), _ns(shop_data), run, salt=11)
+    llm, hp = _typed(LLMParams, llm), _typed(AgentFlyParams, agentfly)
+    shop, shop_data = _typed(ShopEnvParams, shop), _typed(ShopDataParams, shop_data)
+    rng, splits, env, scorer, embedder = _setup(llm, shop, shop_data, run, salt=11)
     tok0 = scorer.tokens_encoded
     bank = None
     if condition != "none":
@@ -201,12 +225,18 @@ def agentfly_job(
         name = f"agentfly-{condition}-run{run}.json"
         files[name] = _saved(bank.save, name)
     return {
-        "paper": "agentfly", "condition": condition, "run": run,
-        "iter_success": success, "iter_score": score,
-        "cum_success": solved_so_far, "best_score": best_so_far,
+        "paper": "agentfly",
+        "condition": condition,
+        "run": run,
+        "iter_success": success,
+        "iter_score": score,
+        "cum_success": solved_so_far,
+        "best_score": best_so_far,
         "cases": len(bank) if bank is not None else 0,
-        "decisions": agent.decisions, "tokens": scorer.tokens_encoded - tok0, "files": files,
-    }  # fmt: skip
+        "decisions": agent.decisions,
+        "tokens": scorer.tokens_encoded - tok0,
+        "files": files,
+    }
 
 
 def memory_r1_job(
@@ -221,8 +251,8 @@ def memory_r1_job(
 
     seed_everything(run)
     rng = np.random.default_rng(np.random.SeedSequence([run, 13]))
-    llm, hp = _ns(llm), _ns(memory_r1)
-    splits = load_dialogues(_ns(dialogue_data))
+    llm, hp = _typed(LLMParams, llm), _typed(MemoryR1Params, memory_r1)
+    splits = load_dialogues(_typed(DialogueDataParams, dialogue_data))
     test = splits["test"][: hp.test_conversations]
     scorer, embedder = _scorer(llm.model, llm.device, llm.dtype), _embedder(llm.embedder)
     tok0 = scorer.tokens_encoded
@@ -238,16 +268,19 @@ def memory_r1_job(
         manager = mr1.PromptedManager(scorer, hp.related_k)
     else:
         policy = mr1.ManagerPolicy(embedder.embed(["x"]).shape[1], hp.related_k, hp.hidden)
-        grpo = mr1.GRPOConfig(hp.epochs, hp.group, hp.probes, hp.learning_rate, hp.clip,
-                              hp.update_epochs, hp.beta)  # fmt: skip
+        grpo = mr1.GRPOConfig(
+            hp.epochs, hp.group, hp.probes, hp.learning_rate, hp.clip, hp.update_epochs, hp.beta
+        )
 
         def halfway(done: float) -> None:  # the trend's checkpoint (evaluation is greedy)
             if not checks and done >= 0.5:
-                checks.append((done, mr1.evaluate(mr1.RLManager(policy), test, answerer,
-                                                  embedder.embed)[0]))  # fmt: skip
+                checks.append(
+                    (done, mr1.evaluate(mr1.RLManager(policy), test, answerer, embedder.embed)[0])
+                )
 
-        history = mr1.train_grpo(policy, splits["train"], answerer, embedder.embed, grpo, rng,
-                                 checkpoint=halfway)  # fmt: skip
+        history = mr1.train_grpo(
+            policy, splits["train"], answerer, embedder.embed, grpo, rng, checkpoint=halfway
+        )
         manager = mr1.RLManager(policy)
         name = f"memory_r1-grpo-run{run}.pt"
         files[name] = _saved(policy.save, name)
@@ -256,31 +289,47 @@ def memory_r1_job(
     q, o = pd.DataFrame(rows), pd.DataFrame(ops)
     checks.append((1.0, rows))
     return {
-        "paper": "memory_r1", "condition": condition, "run": run,
-        "f1": float(q.f1.mean()), "em": float(q.em.mean()),
+        "paper": "memory_r1",
+        "condition": condition,
+        "run": run,
+        "f1": float(q.f1.mean()),
+        "em": float(q.em.mean()),
         "f1_by_category": q.groupby("category").f1.mean().round(4).to_dict(),
         "ops_by_kind": {k: g.op.value_counts().to_dict() for k, g in o.groupby("kind")},
-        "probe_em": [float(np.nanmean([h["probe_em"] for h in history if h["epoch"] == e]))
-                     for e in range(1, hp.epochs + 1)] if history else [],
+        "probe_em": [
+            float(np.nanmean([h["probe_em"] for h in history if h["epoch"] == e]))
+            for e in range(1, hp.epochs + 1)
+        ]
+        if history
+        else [],
         "checkpoints": [f for f, _ in checks],
         "checkpoint_f1": [float(pd.DataFrame(r).f1.mean()) for _, r in checks],
         "checkpoint_em": [float(pd.DataFrame(r).em.mean()) for _, r in checks],
-        "questions": len(q), "memories": float(q.groupby("conversation").memories.first().mean()),
-        "answer_calls_train": train_calls, "answer_calls_test": answerer.calls - train_calls,
-        "tokens": scorer.tokens_encoded - tok0, "files": files,
-    }  # fmt: skip
+        "questions": len(q),
+        "memories": float(q.groupby("conversation").memories.first().mean()),
+        "answer_calls_train": train_calls,
+        "answer_calls_test": answerer.calls - train_calls,
+        "tokens": scorer.tokens_encoded - tok0,
+        "files": files,
+    }
 
 
 # seconds per job measured on the default profile (2026-11-23, 1 thread): two workers
 # finish together when the longest jobs go first
 EXPECTED_SECONDS = {
-    ("rlem_job", "rlem"): 160, ("rlem_job", "rlem_no_bootstrap"): 137,
-    ("rlem_job", "rlem_no_discouraged"): 120, ("rlem_job", "static"): 33, ("rlem_job", "llm"): 17,
-    ("memory_r1_job", "grpo"): 236, ("memory_r1_job", "prompted"): 109,
-    ("memory_r1_job", "add_only"): 58, ("memory_r1_job", "heuristic"): 56,
-    ("agentfly_job", "nonparametric"): 82, ("agentfly_job", "parametric"): 76,
+    ("rlem_job", "rlem"): 160,
+    ("rlem_job", "rlem_no_bootstrap"): 137,
+    ("rlem_job", "rlem_no_discouraged"): 120,
+    ("rlem_job", "static"): 33,
+    ("rlem_job", "llm"): 17,
+    ("memory_r1_job", "grpo"): 236,
+    ("memory_r1_job", "prompted"): 109,
+    ("memory_r1_job", "add_only"): 58,
+    ("memory_r1_job", "heuristic"): 56,
+    ("agentfly_job", "nonparametric"): 82,
+    ("agentfly_job", "parametric"): 76,
     ("agentfly_job", "none"): 54,
-}  # fmt: skip
+}
 
 
 def preflight(cfg: LLMMemoryRLParams) -> None:
@@ -303,14 +352,43 @@ def grid(cfg: LLMMemoryRLParams) -> list[JobSpec]:
     runs = range(cfg.seeds)
 
     def job(fn: str, c: str, r: int, label: str, **kw: Any) -> JobSpec:
-        return JobSpec(f"{HERE}:{fn}", {**kw, "condition": c, "run": r},
-                       EXPECTED_SECONDS.get((fn, c), 0), label=f"{label} {c} · run {r}")  # fmt: skip
+        return JobSpec(
+            f"{HERE}:{fn}",
+            {**kw, "condition": c, "run": r},
+            EXPECTED_SECONDS.get((fn, c), 0),
+            label=f"{label} {c} · run {r}",
+        )
 
-    out = [job("rlem_job", c, r, "REMEMBERER", llm=llm, shop=shop, shop_data=data,
-               rlem=dump(cfg.rlem)) for c in cfg.rlem.conditions for r in runs]  # fmt: skip
-    out += [job("agentfly_job", c, r, "AgentFly", llm=llm, shop=shop, shop_data=data,
-                agentfly=dump(cfg.agentfly)) for c in cfg.agentfly.conditions for r in runs]  # fmt: skip
-    out += [job("memory_r1_job", c, r, "Memory-R1", llm=llm, dialogue_data=dump(cfg.dialogue_data),
-                memory_r1=dump(cfg.memory_r1))
-            for c in cfg.memory_r1.conditions for r in ([0] if c in MR1_DETERMINISTIC else runs)]  # fmt: skip
+    out = [
+        job("rlem_job", c, r, "REMEMBERER", llm=llm, shop=shop, shop_data=data, rlem=dump(cfg.rlem))
+        for c in cfg.rlem.conditions
+        for r in runs
+    ]
+    out += [
+        job(
+            "agentfly_job",
+            c,
+            r,
+            "AgentFly",
+            llm=llm,
+            shop=shop,
+            shop_data=data,
+            agentfly=dump(cfg.agentfly),
+        )
+        for c in cfg.agentfly.conditions
+        for r in runs
+    ]
+    out += [
+        job(
+            "memory_r1_job",
+            c,
+            r,
+            "Memory-R1",
+            llm=llm,
+            dialogue_data=dump(cfg.dialogue_data),
+            memory_r1=dump(cfg.memory_r1),
+        )
+        for c in cfg.memory_r1.conditions
+        for r in ([0] if c in MR1_DETERMINISTIC else runs)
+    ]
     return out

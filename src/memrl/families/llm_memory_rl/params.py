@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from memrl.config import NonNegInt, PosInt, StrictModel
+from memrl.schema import NonNegInt, PosInt, StrictModel
 
 RLEM_CONDITIONS = ("llm", "static", "rlem", "rlem_no_bootstrap", "rlem_no_discouraged")
 

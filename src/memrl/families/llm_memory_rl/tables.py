@@ -10,8 +10,7 @@ import pandas as pd
 
 from memrl.families import Plot
 from memrl.families.llm_memory_rl.params import LLMMemoryRLParams
-from memrl.stats.curves import wide
-from memrl.stats.points import iqm_points
+from memrl.stats.points import iqm_points, wide
 
 LABELS = {
     "llm": "LLM only",
@@ -21,19 +20,32 @@ LABELS = {
     "rlem_no_discouraged": "RLEM w/o discouraged",
 }
 FLY_LABELS = {"none": "no memory", "nonparametric": "non-parametric", "parametric": "parametric"}
-MR1_LABELS = {"add_only": "add only", "heuristic": "Mem0-style heuristic",
-              "prompted": "prompted LLM", "grpo": "Memory-R1 (GRPO)"}  # fmt: skip
+MR1_LABELS = {
+    "add_only": "add only",
+    "heuristic": "Mem0-style heuristic",
+    "prompted": "prompted LLM",
+    "grpo": "Memory-R1 (GRPO)",
+}
 OPS = ("ADD", "NOOP", "UPDATE", "DELETE")  # as memrl.agents.memory_r1.OPS (a test checks)
 
 PLOTS = (
-    Plot("training_epochs.csv", "epoch", ("RLEM", "RLEM w/o bootstrap", "RLEM w/o discouraged"),
-         "REMEMBERER: training score per epoch (IQM over runs)", "epoch",
-         "WebShop score (0-1)"),
-    Plot("agentfly_iterations.csv", "iteration",
-         ("no memory", "non-parametric", "parametric", "random search-then-buy (floor)"),
-         "AgentFly: best score per task so far, over iterations (IQM over seeds)",
-         "iteration", "best score so far (0-1)"),
-)  # fmt: skip
+    Plot(
+        "training_epochs.csv",
+        "epoch",
+        ("RLEM", "RLEM w/o bootstrap", "RLEM w/o discouraged"),
+        "REMEMBERER: training score per epoch (IQM over runs)",
+        "epoch",
+        "WebShop score (0-1)",
+    ),
+    Plot(
+        "agentfly_iterations.csv",
+        "iteration",
+        ("no memory", "non-parametric", "parametric", "random search-then-buy (floor)"),
+        "AgentFly: best score per task so far, over iterations (IQM over seeds)",
+        "iteration",
+        "best score so far (0-1)",
+    ),
+)
 
 
 class Runs(NamedTuple):
@@ -54,7 +66,7 @@ def _in_order(rows: list[dict], conditions) -> pd.DataFrame:
 
 
 def load(cfg: LLMMemoryRLParams, results: Sequence[dict[str, Any]]) -> Runs:
-    """Stored results (:meth:`memrl.jobs.RunStore.results`) as :class:`Runs`."""
+    """Stored results (:meth:`memrl.runs.RunStore.results`) as :class:`Runs`."""
     rlem = [r for r in results if r["paper"] == "rememberer"]
     fly = [r for r in results if r["paper"] == "agentfly"]
     mr1 = []
@@ -76,9 +88,17 @@ def iteration_curves(fly: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for _, r in fly.iterrows():
         for i in range(len(r.iter_score)):
-            rows.append({"condition": FLY_LABELS[r.condition], "run": r.run, "iteration": i + 1,
-                         "score": r.iter_score[i], "success": r.iter_success[i],
-                         "best_score": r.best_score[i], "cum_success": r.cum_success[i]})  # fmt: skip
+            rows.append(
+                {
+                    "condition": FLY_LABELS[r.condition],
+                    "run": r.run,
+                    "iteration": i + 1,
+                    "score": r.iter_score[i],
+                    "success": r.iter_success[i],
+                    "best_score": r.best_score[i],
+                    "cum_success": r.cum_success[i],
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -92,8 +112,15 @@ def floor_iterations(
     rows = []
     for _, r in floors[floors.floor == policy].iterrows():
         for i, (s, b) in enumerate(zip(r.iter_score, r.best_score, strict=True)):
-            rows.append({"condition": f"{policy} (floor)", "run": r.run, "iteration": i + 1,
-                         "score": s, "best_score": b})  # fmt: skip
+            rows.append(
+                {
+                    "condition": f"{policy} (floor)",
+                    "run": r.run,
+                    "iteration": i + 1,
+                    "score": s,
+                    "best_score": b,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -102,8 +129,15 @@ def training_curves(df: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for _, r in df[df.train_success.map(len) > 0].iterrows():
         for ep, (s, sc) in enumerate(zip(r.train_success, r.train_score, strict=True)):
-            rows.append({"condition": LABELS[r.condition], "run": r.run, "epoch": ep + 1,
-                         "success": s, "score": sc})  # fmt: skip
+            rows.append(
+                {
+                    "condition": LABELS[r.condition],
+                    "run": r.run,
+                    "epoch": ep + 1,
+                    "success": s,
+                    "score": sc,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -124,8 +158,13 @@ def plot_data(curves: pd.DataFrame, iters: pd.DataFrame) -> dict[str, pd.DataFra
     condition, then their 95% CIs."""
     epochs, fly = PLOTS
     return {
-        epochs.file: wide(iqm_points(curves, "condition", "epoch", "score"), "epoch", epochs.y,
-                          by="condition"),
-        fly.file: wide(iqm_points(iters, "condition", "iteration", "best_score"), "iteration",
-                       fly.y, by="condition"),
-    }  # fmt: skip
+        epochs.file: wide(
+            iqm_points(curves, "condition", "epoch", "score"), "epoch", epochs.y, by="condition"
+        ),
+        fly.file: wide(
+            iqm_points(iters, "condition", "iteration", "best_score"),
+            "iteration",
+            fly.y,
+            by="condition",
+        ),
+    }

@@ -32,56 +32,92 @@ EVALS = (
 )
 
 RO_1 = Claim(
-    FAMILY, "RO-1", YANG, "Sec. 5, Fig. 2 (Pendulum-P / -V learning curves)",
-    "Recurrent SAC reaches near-optimal return on Pendulum with only positions (-P) or only "
+    family=FAMILY,
+    claim_id="RO-1",
+    paper=YANG,
+    source="Sec. 5, Fig. 2 (Pendulum-P / -V learning curves)",
+    statement="Recurrent SAC reaches near-optimal return on Pendulum with only positions (-P) or only "
     "velocities (-V) observed, where SAC with an MLP (no memory) fails.",
-    "qualitative: RSAC near-optimal (~-150 to -200) within 50k steps; MLP SAC fails",
-    FINAL, True, regime="final", paper_budget=Budget(50_000, STEPS),
-)  # fmt: skip
+    paper_value="qualitative: RSAC near-optimal (~-150 to -200) within 50k steps; MLP SAC fails",
+    metric=FINAL,
+    higher_is_better=True,
+    regime="final",
+    paper_budget=Budget(50_000, STEPS),
+)
 RO_2 = Claim(
-    FAMILY, "RO-2", YANG, "Sec. 5 (discussion of Fig. 2)",
-    "Recurrent SAC is more reliable than recurrent TD3 on the POMDP tasks.",
-    "qualitative", FINAL, True, regime="final", paper_budget=Budget(50_000, STEPS),
-)  # fmt: skip
+    family=FAMILY,
+    claim_id="RO-2",
+    paper=YANG,
+    source="Sec. 5 (discussion of Fig. 2)",
+    statement="Recurrent SAC is more reliable than recurrent TD3 on the POMDP tasks.",
+    paper_value="qualitative",
+    metric=FINAL,
+    higher_is_better=True,
+    regime="final",
+    paper_budget=Budget(50_000, STEPS),
+)
 RO_3 = Claim(
-    FAMILY, "RO-3",
-    "Ni et al. 2022, Recurrent Model-Free RL Can Be a Strong Baseline for Many POMDPs",
-    "Sec. 5.1, Fig. 3 (shared vs separate encoders); pomdp-baselines notebook",
-    "Separate actor and critic memory encoders beat one shared encoder.",
-    "qualitative; their TD3-LSTM notebook reaches -183 on Pendulum-V after 31k steps",
-    FINAL, True, regime="final", paper_budget=Budget(50_000, STEPS),  # Pendulum-V: 50k
-)  # fmt: skip
+    family=FAMILY,
+    claim_id="RO-3",
+    paper="Ni et al. 2022, Recurrent Model-Free RL Can Be a Strong Baseline for Many POMDPs",
+    source="Sec. 5.1, Fig. 3 (shared vs separate encoders); pomdp-baselines notebook",
+    statement="Separate actor and critic memory encoders beat one shared encoder.",
+    paper_value="qualitative; their TD3-LSTM notebook reaches -183 on Pendulum-V after 31k steps",
+    metric=FINAL,
+    higher_is_better=True,
+    regime="final",
+    paper_budget=Budget(50_000, STEPS),  # Pendulum-V: 50k
+)
 RO_4 = Claim(
-    FAMILY, "RO-4", "sb3-contrib RecurrentPPO, rl-baselines3-zoo benchmark",
-    "rl-zoo benchmark.md (CartPoleNoVel-v1, PendulumNoVel-v1)",
-    "RecurrentPPO (LSTM) solves CartPole with velocities hidden (return 500).",
-    "CartPoleNoVel-v1: 500 +- 0 at 100k steps; PendulumNoVel-v1: -218 +- 140 at 100k",
-    FINAL, True, regime="final", paper_budget=Budget(100_000, STEPS),
-)  # fmt: skip
+    family=FAMILY,
+    claim_id="RO-4",
+    paper="sb3-contrib RecurrentPPO, rl-baselines3-zoo benchmark",
+    source="rl-zoo benchmark.md (CartPoleNoVel-v1, PendulumNoVel-v1)",
+    statement="RecurrentPPO (LSTM) solves CartPole with velocities hidden (return 500).",
+    paper_value="CartPoleNoVel-v1: 500 +- 0 at 100k steps; PendulumNoVel-v1: -218 +- 140 at 100k",
+    metric=FINAL,
+    higher_is_better=True,
+    regime="final",
+    paper_budget=Budget(100_000, STEPS),
+)
 RO_5 = Claim(
-    FAMILY, "RO-5", FFM, "Sec. 5, Fig. 3 (POPGym mean return, FFM vs GRU)",
-    "FFM's return matches or beats a GRU's on POPGym tasks.",
-    "FFM best of the memory models on POPGym aggregate; >= GRU on most tasks",
-    FINAL + " (POPGym rewards are normalised to [-1, 1] per episode)", True,
-    regime="final", paper_budget=Budget(15_000_000, STEPS),  # samples per task (Sec. 5)
-)  # fmt: skip
+    family=FAMILY,
+    claim_id="RO-5",
+    paper=FFM,
+    source="Sec. 5, Fig. 3 (POPGym mean return, FFM vs GRU)",
+    statement="FFM's return matches or beats a GRU's on POPGym tasks.",
+    paper_value="FFM best of the memory models on POPGym aggregate; >= GRU on most tasks",
+    metric=FINAL + " (POPGym rewards are normalised to [-1, 1] per episode)",
+    higher_is_better=True,
+    regime="final",
+    paper_budget=Budget(15_000_000, STEPS),  # samples per task (Sec. 5)
+)
 RO_6 = Claim(
-    FAMILY, "RO-6", FFM, "Sec. 5 (wall-clock efficiency)",
-    "FFM trains about two orders of magnitude faster than a GRU.",
-    "~100x faster training than their GRU (a per-step GRUCell loop)",
-    "ms per training step (forward + backward over the batch of sequences)", False,
-    regime="final", paper_budget=Budget(8 * 1024, "sequence steps per timed batch"),
+    family=FAMILY,
+    claim_id="RO-6",
+    paper=FFM,
+    source="Sec. 5 (wall-clock efficiency)",
+    statement="FFM trains about two orders of magnitude faster than a GRU.",
+    paper_value="~100x faster training than their GRU (a per-step GRUCell loop)",
+    metric="ms per training step (forward + backward over the batch of sequences)",
+    higher_is_better=False,
+    regime="final",
+    paper_budget=Budget(8 * 1024, "sequence steps per timed batch"),
     machine_dependent=True,
-)  # fmt: skip
+)
 RO_7 = Claim(
-    FAMILY, "RO-7", "Cherepanov et al. 2024, Unraveling the Complexity of Memory in RL Agents",
-    "Sec. 5 (Passive T-Maze, context length K vs correlation horizon xi)",
-    "With correlation horizon xi, an agent whose context K < xi fails while one with K >= xi "
+    family=FAMILY,
+    claim_id="RO-7",
+    paper="Cherepanov et al. 2024, Unraveling the Complexity of Memory in RL Agents",
+    source="Sec. 5 (Passive T-Maze, context length K vs correlation horizon xi)",
+    statement="With correlation horizon xi, an agent whose context K < xi fails while one with K >= xi "
     "(or a recurrent memory) succeeds: short- vs long-term memory.",
-    "qualitative (success ~1 for K >= xi, ~0.5 (chance) for K < xi)",
-    "success rate of {n} deterministic-policy episodes after training", True,
-    regime="final", paper_budget=None,  # "far longer training"; the number was not retrieved
-)  # fmt: skip
+    paper_value="qualitative (success ~1 for K >= xi, ~0.5 (chance) for K < xi)",
+    metric="success rate of {n} deterministic-policy episodes after training",
+    higher_is_better=True,
+    regime="final",
+    paper_budget=None,  # "far longer training"; the number was not retrieved
+)
 
 
 # =========================================================================== helpers
@@ -124,25 +160,35 @@ def _series(runs: Runs, pairs) -> dict[str, np.ndarray]:
     return out
 
 
-def _result(cfg: RecurrentOffPolicyParams, runs: Runs, claim: Claim, est, ours, comps, envs,
-            series, **kw) -> ClaimResult:  # fmt: skip
+def _result(
+    cfg: RecurrentOffPolicyParams, runs: Runs, claim: Claim, est, ours, comps, envs, series, **kw
+) -> ClaimResult:
     """A claim's result with its budget (the smallest of its envs'), coverage and trends."""
     steps = runs.budgets()
     fractions = runs.main.checkpoints.iloc[0]
     if not any(c.floor for c in comps):
         kw.setdefault("floor_reason", NO_FLOOR_RUNS)
     return ClaimResult(
-        _claim(claim, cfg), est, ours, comps, budget=_budget(cfg, runs, envs),
+        claim=_claim(claim, cfg),
+        estimates=est,
+        ours=ours,
+        comparisons=comps,
+        budget=_budget(cfg, runs, envs),
         used=Budget(min(steps[e] for e in envs), STEPS),
         trends=trends(claim, comps, series, fractions, cfg.bootstrap_reps),
-        trend_note=EVALS, **kw,
-    )  # fmt: skip
+        trend_note=EVALS,
+        **kw,
+    )
 
 
 def _envs_with(runs: Runs, *methods: str) -> list[str]:
     """Envs (in params order) where every one of ``methods`` ran."""
     main = runs.main
-    return [e for e in dict.fromkeys(main.env) if all(((main.env == e) & (main.method == m)).any() for m in methods)]  # fmt: skip
+    return [
+        e
+        for e in dict.fromkeys(main.env)
+        if all(((main.env == e) & (main.method == m)).any() for m in methods)
+    ]
 
 
 def _claim(claim: Claim, cfg: RecurrentOffPolicyParams) -> Claim:
@@ -182,17 +228,31 @@ def ro_1(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
             est[f"near-optimal · {e}"] = reference(thr)
             series[f"near-optimal · {e}"] = thr
             margin = gap_margin(floor_of(est, e), thr)
-            comps.append(Comparison(_name("RSAC-LSTM", e), f"near-optimal · {e}", MATCHES,
-                                    margin=margin, floor=floor_of(est, e)))  # fmt: skip
+            comps.append(
+                Comparison(
+                    _name("RSAC-LSTM", e),
+                    f"near-optimal · {e}",
+                    MATCHES,
+                    margin=margin,
+                    floor=floor_of(est, e),
+                )
+            )
     return _result(
-        cfg, runs, RO_1, est, _name("RSAC-LSTM", envs[0]), comps, envs, series,
+        cfg,
+        runs,
+        RO_1,
+        est,
+        _name("RSAC-LSTM", envs[0]),
+        comps,
+        envs,
+        series,
         deviations=[
             _scale(cfg),
             f"near-optimal = final return >= {sorted(set(cfg.near_optimal.values()))} "
             "(our threshold; the paper shows curves, not a number)",
             "MLP SAC: SB3 with [64, 64], gamma and learning starts as the recurrent agents",
         ],
-    )  # fmt: skip
+    )
 
 
 def ro_2(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult | None:
@@ -203,9 +263,16 @@ def ro_2(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
     pairs = [(m, e) for e in envs for m in ("RSAC-LSTM", "RTD3-LSTM")]
     est = _floors(cfg, floors, RO_2, envs) | _returns(cfg, runs, RO_2, pairs)
     return _result(
-        cfg, runs, RO_2, est, _name("RSAC-LSTM", envs[0]),
-        [Comparison(_name("RSAC-LSTM", e), _name("RTD3-LSTM", e), floor=floor_of(est, e))
-         for e in envs], envs,
+        cfg,
+        runs,
+        RO_2,
+        est,
+        _name("RSAC-LSTM", envs[0]),
+        [
+            Comparison(_name("RSAC-LSTM", e), _name("RTD3-LSTM", e), floor=floor_of(est, e))
+            for e in envs
+        ],
+        envs,
         _series(runs, pairs),
         deviations=[
             _scale(cfg),
@@ -214,7 +281,7 @@ def ro_2(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
         ],
         coverage_complete=False,
         coverage_note="one task (the paper: several POMDPs)",
-    )  # fmt: skip
+    )
 
 
 def ro_3(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult | None:
@@ -224,16 +291,23 @@ def ro_3(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
     pairs = [(m, e) for e in envs for m in ("RSAC-LSTM", "RSAC-LSTM-shared")]
     est = _floors(cfg, floors, RO_3, envs) | _returns(cfg, runs, RO_3, pairs)
     return _result(
-        cfg, runs, RO_3, est, _name("RSAC-LSTM", envs[0]),
-        [Comparison(_name("RSAC-LSTM", e), _name("RSAC-LSTM-shared", e), floor=floor_of(est, e))
-         for e in envs], envs,
+        cfg,
+        runs,
+        RO_3,
+        est,
+        _name("RSAC-LSTM", envs[0]),
+        [
+            Comparison(_name("RSAC-LSTM", e), _name("RSAC-LSTM-shared", e), floor=floor_of(est, e))
+            for e in envs
+        ],
+        envs,
         _series(runs, pairs),
         deviations=[
             _scale(cfg),
             "shared: the critic's loss alone trains the encoder (the actor reads it "
             "detached), as pomdp-baselines' shared variant",
         ],
-    )  # fmt: skip
+    )
 
 
 def ro_4(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult | None:
@@ -247,8 +321,14 @@ def ro_4(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
     name = _name(m, e)
     est = _floors(cfg, floors, RO_4, [e]) | _returns(cfg, runs, RO_4, [(m, e)])
     est |= {"rl-zoo: 500": reference(500.0), "maximum return": reference(500.0)}
-    zoo = Comparison(name, "rl-zoo: 500", MATCHES, margin=gap_margin(floor_of(est, e), 500.0),
-                     floor=floor_of(est, e), ceiling="maximum return")  # fmt: skip
+    zoo = Comparison(
+        name,
+        "rl-zoo: 500",
+        MATCHES,
+        margin=gap_margin(floor_of(est, e), 500.0),
+        floor=floor_of(est, e),
+        ceiling="maximum return",
+    )
     impl = (
         "memrl's LSTM-PPO (agents/lstm_ppo.py: sb3-contrib's algorithm, whole env segments "
         "through one fused LSTM call per minibatch; cross-checked against sb3-contrib's "
@@ -257,16 +337,25 @@ def ro_4(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
         else "sb3-contrib RecurrentPPO"
     )
     return _result(
-        cfg, runs, RO_4, est, name, [zoo], [e],
+        cfg,
+        runs,
+        RO_4,
+        est,
+        name,
+        [zoo],
+        [e],
         _series(runs, [(m, e)]) | {"rl-zoo: 500": 500.0},
         deviations=[
             f"{impl} with the zoo's ppo_lstm hyperparameters ({p.n_envs} envs x "
             f"{p.n_steps} steps, {p.n_epochs} epochs, LSTM {p.lstm_hidden_size}), "
-            + ("lr and clip decayed linearly as the zoo's" if p.schedule == "linear"
-               else "constant lr and clip (zoo: linear decay)"),
+            + (
+                "lr and clip decayed linearly as the zoo's"
+                if p.schedule == "linear"
+                else "constant lr and clip (zoo: linear decay)"
+            ),
             "PendulumNoVel left out (CPU budget)",
         ],
-    )  # fmt: skip
+    )
 
 
 def ro_5(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult | None:
@@ -277,9 +366,22 @@ def ro_5(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
     pairs = [(m, e) for e in envs for m in ("SACD-FFM", "SACD-GRU")]
     est = _floors(cfg, floors, RO_5, envs) | _returns(cfg, runs, RO_5, pairs)
     return _result(
-        cfg, runs, RO_5, est, _name("SACD-FFM", envs[0]),
-        [Comparison(_name("SACD-FFM", e), _name("SACD-GRU", e), MATCHES, floor=floor_of(est, e),
-                    margin=gap_margin(floor_of(est, e), est[_name("SACD-GRU", e)].iqm)) for e in envs], envs,
+        cfg,
+        runs,
+        RO_5,
+        est,
+        _name("SACD-FFM", envs[0]),
+        [
+            Comparison(
+                _name("SACD-FFM", e),
+                _name("SACD-GRU", e),
+                MATCHES,
+                floor=floor_of(est, e),
+                margin=gap_margin(floor_of(est, e), est[_name("SACD-GRU", e)].iqm),
+            )
+            for e in envs
+        ],
+        envs,
         _series(runs, pairs),
         deviations=[
             "recurrent SAC-discrete instead of the paper's PPO (both off the shelf in our "
@@ -289,19 +391,23 @@ def ro_5(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
         ],
         coverage_complete=False,
         coverage_note=f"{len(envs)} POPGym task(s) at Easy (paper: all 15, 3 levels)",
-    )  # fmt: skip
+    )
 
 
 def ro_6(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult | None:
     if runs.timing is None or not len(runs.timing):
         return None
-    est = {c: arm(g.ms, "RO-6", c, cfg.bootstrap_reps)
-           for c, g in runs.timing.groupby("core", sort=False)}  # fmt: skip
+    est = {
+        c: arm(g.ms, "RO-6", c, cfg.bootstrap_reps)
+        for c, g in runs.timing.groupby("core", sort=False)
+    }
     ratios = {c: round(v.iqm / est["FFM"].iqm, 2) for c, v in est.items() if c != "FFM"}
     b = cfg.benchmark
     return ClaimResult(
-        RO_6, est, "FFM",
-        [Comparison("FFM", "GRUCell loop"), Comparison("FFM", "nn.GRU (fused)")],
+        claim=RO_6,
+        estimates=est,
+        ours="FFM",
+        comparisons=[Comparison("FFM", "GRUCell loop"), Comparison("FFM", "nn.GRU (fused)")],
         budget=f"batch {b['batch']} x {b['steps']} steps x {b['inputs']} inputs, hidden "
         f"{b['hidden']}; {b['repeats'] + 2} timings each, 1 CPU thread",
         deviations=["wall-clock on this machine: the one machine-dependent claim"],
@@ -313,7 +419,7 @@ def ro_6(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
         + ", ".join(f"{k} {v}x" for k, v in ratios.items())
         + " (the paper's ~100x is counted only at >= 50x)",
         extra={"speed-up vs FFM": ratios},
-    )  # fmt: skip
+    )
 
 
 def ro_7(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult | None:
@@ -343,9 +449,10 @@ def ro_7(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
                 comps += [Comparison(f"{r} · L={L}", f"{w} · L={L}", floor=fl) for r in recurrent]
         comps += [Comparison(f"{r} · L={L}", "chance", floor=fl) for r in recurrent]
     return ClaimResult(
-        _claim(RO_7, cfg), est,
-        f"{recurrent[0]} · L={max(cfg.tmaze.lengths)}" if recurrent else next(iter(est)),
-        comps,
+        claim=_claim(RO_7, cfg),
+        estimates=est,
+        ours=f"{recurrent[0]} · L={max(cfg.tmaze.lengths)}" if recurrent else next(iter(est)),
+        comparisons=comps,
         budget=f"T-Maze lengths {cfg.tmaze.lengths}, {cfg.tmaze.episodes} episodes each; "
         f"{cfg.seeds} seeds",
         deviations=[
@@ -357,7 +464,7 @@ def ro_7(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
         trends=trends(RO_7, comps, series, tm.checkpoints.iloc[0], cfg.bootstrap_reps),
         trend_note=EVALS.replace("mean return", "success"),
         floor_reason="" if any(c.floor for c in comps) else NO_FLOOR_RUNS,
-    )  # fmt: skip
+    )
 
 
 CLAIMS = (ro_1, ro_2, ro_3, ro_4, ro_5, ro_6, ro_7)

@@ -4,7 +4,8 @@ seed. Nothing here knows about claims."""
 
 from __future__ import annotations
 
-from memrl.families.recurrent_off_policy.params import RecurrentOffPolicyParams, short_env
+from memrl.envs.registry import short_env
+from memrl.families.recurrent_off_policy.params import RecurrentOffPolicyParams
 from memrl.floors import random_policy
 from memrl.jobs import JobSpec
 
@@ -21,7 +22,12 @@ def grid(cfg: RecurrentOffPolicyParams) -> list[JobSpec]:
             out.append(JobSpec(RANDOM, kw, 1.0, label=f"random · {env} · seed {s}"))
         for length in cfg.tmaze.lengths:
             env = f"T-Maze L={length}"
-            kw = {"env_id": TMAZE_ID, "env": env, "seed": s, "env_kwargs": {"length": length},
-                  "episodes": cfg.tmaze.eval_episodes}  # fmt: skip
+            kw = {
+                "env_id": TMAZE_ID,
+                "env": env,
+                "seed": s,
+                "env_kwargs": {"length": length},
+                "episodes": cfg.tmaze.eval_episodes,
+            }
             out.append(JobSpec(RANDOM, kw, 0.1, label=f"random · {env} · seed {s}"))
     return out

@@ -8,16 +8,17 @@ RecurrentPPO), ``PPO-LSTM`` (:mod:`memrl.agents.lstm_ppo`, the same algorithm, f
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from memrl.envs.registry import short_env
 from memrl.families.recurrent_off_policy.params import (
     RecurrentOffPolicyParams,
     RecurrentParams,
     RecurrentPPOParams,
     parse_method,
-    short_env,
 )
 from memrl.jobs import JobSpec
 
@@ -28,57 +29,19 @@ HERE = "memrl.families.recurrent_off_policy.jobs"
 _COST = {"RSAC": 0.020, "RTD3": 0.014, "SACD": 0.006, "SAC": 0.008, "RPPO": 0.004, "PPO": 0.0015}
 
 
-def run_job(
+def _row(
     env_id: str,
     method: str,
     seed: int,
-    total_timesteps: int,
-    hp: dict[str, Any],
-    eval_episodes: int,
+    t: int,
+    out: dict[str, Any],
     curve_points: int,
     length: int = 0,
 ) -> dict[str, Any]:
-    """Train one method on one env (or a T-Maze of ``length``) with one seed; a tidy row.
-
-    Besides the final evaluation, the greedy policy is evaluated (on an env of its own,
-    so training is unchanged) at each of :data:`~memrl.stats.curves.CHECKPOINTS` but the
-    last, whose value is the final evaluation: ``checkpoint_eval`` (mean return, or T-Maze
-    success) at ``checkpoints`` (fractions of the budget)."""
-    from memrl.agents import lstm_ppo, recurrent_sac, recurrent_sac_discrete, recurrent_td3
-    from memrl.agents.sb3_baselines import (
-        CHECKPOINT_SEED_OFFSET,
-        EVAL_SEED_OFFSET,
-        rppo_train,
-        sac_train,
-    )
-    from memrl.config import SACParams
-    from memrl.envs.registry import make
-    from memrl.runtime import seed_everything
+    """One run's tidy row from a trainer's log: its training curve, final evaluation and the
+    greedy policy's evaluations at each of :data:`~memrl.stats.curves.CHECKPOINTS`."""
     from memrl.stats.curves import CHECKPOINTS, episode_curve, window_mean
 
-    seed_everything(seed)
-    algo = parse_method(method)[0]
-    t = total_timesteps
-    eval_at = [int(f * t) for f in CHECKPOINTS[:-1]]
-    if algo == "SAC":
-        out = sac_train(env_id, SACParams(**hp), t, seed, eval_episodes, eval_at)
-    elif algo == "RPPO":
-        out = rppo_train(env_id, RecurrentPPOParams(**hp), t, seed, eval_episodes, eval_at)
-    elif algo == "PPO":  # envs seeded seed + i, as SB3's make_vec_env
-        out = lstm_ppo.train(
-            lambda i: make(env_id, seed + i), RecurrentPPOParams(**hp), t, seed, eval_episodes,
-            eval_env=make(env_id, seed + EVAL_SEED_OFFSET), eval_at=eval_at,
-            check_env=make(env_id, seed + CHECKPOINT_SEED_OFFSET),
-        )  # fmt: skip
-        out.pop("seconds", None)
-    else:
-        kw = {"length": length} if length else {}
-        env = make(env_id, seed, **kw)
-        check_env = make(env_id, seed + CHECKPOINT_SEED_OFFSET, **kw)
-        train = {"RSAC": recurrent_sac, "RTD3": recurrent_td3, "SACD": recurrent_sac_discrete}
-        p = RecurrentParams(**hp)
-        out = train[algo].train(env, p, t, seed, eval_episodes, eval_env=check_env, eval_at=eval_at)
-        out.pop("seconds", None)  # the store records every job's wall time
     rets, lens, evals = out["episode_returns"], out["episode_lengths"], out["eval_returns"]
 
     def score(returns: list[float]) -> float:  # T-Maze: success = reward 1 for the right turn
@@ -105,6 +68,143 @@ def run_job(
     if length:
         row["success"] = score(evals)
     return row
+
+
+def _eval_at(total_timesteps: int) -> list[int]:
+    """The step counts of the checkpoint evaluations: each checkpoint but the last, whose
+    value is the final evaluation."""
+    from memrl.stats.curves import CHECKPOINTS
+
+    return [int(f * total_timesteps) for f in CHECKPOINTS[:-1]]
+
+
+def sac_job(
+    env_id: str,
+    method: str,
+    seed: int,
+    total_timesteps: int,
+    hp: dict[str, Any],
+    eval_episodes: int,
+    curve_points: int,
+) -> dict[str, Any]:
+    """SB3 SAC (an MLP, no memory) on one env with one seed; a tidy row (see :func:`_row`)."""
+    from memrl.agents.sb3 import SACParams
+    from memrl.agents.sb3_baselines import sac_train
+    from memrl.runtime import seed_everything
+
+    seed_everything(seed)
+    t = total_timesteps
+    out = sac_train(env_id, SACParams(**hp), t, seed, eval_episodes, _eval_at(t))
+    return _row(env_id, method, seed, t, out, curve_points)
+
+
+def rppo_job(
+    env_id: str,
+    method: str,
+    seed: int,
+    total_timesteps: int,
+    hp: dict[str, Any],
+    eval_episodes: int,
+    curve_points: int,
+) -> dict[str, Any]:
+    """sb3-contrib RecurrentPPO on one env with one seed; a tidy row."""
+    from memrl.agents.sb3_baselines import rppo_train
+    from memrl.runtime import seed_everything
+
+    seed_everything(seed)
+    t = total_timesteps
+    out = rppo_train(env_id, RecurrentPPOParams(**hp), t, seed, eval_episodes, _eval_at(t))
+    return _row(env_id, method, seed, t, out, curve_points)
+
+
+def ppo_job(
+    env_id: str,
+    method: str,
+    seed: int,
+    total_timesteps: int,
+    hp: dict[str, Any],
+    eval_episodes: int,
+    curve_points: int,
+) -> dict[str, Any]:
+    """:mod:`memrl.agents.lstm_ppo` (RecurrentPPO's algorithm, faster) on one env with one
+    seed; envs seeded ``seed + i``, as SB3's ``make_vec_env``; a tidy row."""
+    from memrl.agents import lstm_ppo
+    from memrl.agents.sb3_baselines import CHECKPOINT_SEED_OFFSET, EVAL_SEED_OFFSET
+    from memrl.envs.registry import make
+    from memrl.runtime import seed_everything
+
+    seed_everything(seed)
+    t = total_timesteps
+    out = lstm_ppo.train(
+        lambda i: make(env_id, seed + i),
+        RecurrentPPOParams(**hp),
+        t,
+        seed,
+        eval_episodes,
+        eval_env=make(env_id, seed + EVAL_SEED_OFFSET),
+        eval_at=_eval_at(t),
+        check_env=make(env_id, seed + CHECKPOINT_SEED_OFFSET),
+    )
+    return _row(env_id, method, seed, t, out, curve_points)
+
+
+def _recurrent(
+    train: Callable[..., dict[str, Any]],
+    env_id: str,
+    method: str,
+    seed: int,
+    total_timesteps: int,
+    hp: dict[str, Any],
+    eval_episodes: int,
+    curve_points: int,
+    length: int = 0,
+) -> dict[str, Any]:
+    """One of our recurrent off-policy agents (``train``: its module's ``train``) on one env,
+    or a T-Maze of ``length``, with one seed; a tidy row."""
+    from memrl.agents.sb3_baselines import CHECKPOINT_SEED_OFFSET
+    from memrl.envs.registry import make
+    from memrl.runtime import seed_everything
+
+    seed_everything(seed)
+    t = total_timesteps
+    kw = {"length": length} if length else {}
+    env = make(env_id, seed, **kw)
+    check_env = make(env_id, seed + CHECKPOINT_SEED_OFFSET, **kw)
+    p = RecurrentParams(**hp)
+    out = train(env, p, t, seed, eval_episodes, eval_env=check_env, eval_at=_eval_at(t))
+    return _row(env_id, method, seed, t, out, curve_points, length)
+
+
+def rsac_job(**kw: Any) -> dict[str, Any]:
+    """Recurrent SAC (:mod:`memrl.agents.recurrent_sac`); arguments as :func:`_recurrent`'s."""
+    from memrl.agents import recurrent_sac
+
+    return _recurrent(recurrent_sac.train, **kw)
+
+
+def rtd3_job(**kw: Any) -> dict[str, Any]:
+    """Recurrent TD3 (:mod:`memrl.agents.recurrent_td3`); arguments as :func:`_recurrent`'s."""
+    from memrl.agents import recurrent_td3
+
+    return _recurrent(recurrent_td3.train, **kw)
+
+
+def sacd_job(**kw: Any) -> dict[str, Any]:
+    """Recurrent SAC-discrete (:mod:`memrl.agents.recurrent_sac_discrete`); arguments as
+    :func:`_recurrent`'s."""
+    from memrl.agents import recurrent_sac_discrete
+
+    return _recurrent(recurrent_sac_discrete.train, **kw)
+
+
+JOB = {
+    "SAC": "sac_job",
+    "RPPO": "rppo_job",
+    "PPO": "ppo_job",
+    "RSAC": "rsac_job",
+    "RTD3": "rtd3_job",
+    "SACD": "sacd_job",
+}
 
 
 def ffm_timing(batch: int, steps: int, inputs: int, hidden: int, repeats: int) -> dict[str, Any]:
@@ -156,19 +256,31 @@ def grid(cfg: RecurrentOffPolicyParams) -> list[JobSpec]:
             method
         )
         n_eval = cfg.tmaze.eval_episodes if length else cfg.eval_episodes
-        kw = {"env_id": env_id, "method": method, "seed": seed, "total_timesteps": steps,
-              "hp": hp.model_dump(mode="json"), "eval_episodes": n_eval,
-              "curve_points": cfg.curve_points}  # fmt: skip
+        kw = {
+            "env_id": env_id,
+            "method": method,
+            "seed": seed,
+            "total_timesteps": steps,
+            "hp": hp.model_dump(mode="json"),
+            "eval_episodes": n_eval,
+            "curve_points": cfg.curve_points,
+        }
         if length:
             kw["length"] = length
         where = f"T-Maze L={length}" if length else short_env(env_id)
-        return JobSpec(f"{HERE}:run_job", kw, _COST[algo] * steps, label=f"{method} · {where} · seed {seed}")  # fmt: skip
+        return JobSpec(
+            f"{HERE}:{JOB[algo]}",
+            kw,
+            _COST[algo] * steps,
+            label=f"{method} · {where} · seed {seed}",
+        )
 
     out = [JobSpec(f"{HERE}:ffm_timing", dict(cfg.benchmark), 1e9, label="FFM vs GRU timing")]
     for s in range(cfg.seeds):
         for e in cfg.envs:
             out += [spec(e.env_id, m, s, e.total_timesteps) for m in e.methods]
         for length in cfg.tmaze.lengths:
-            out += [spec(TMAZE_ID, m, s, cfg.tmaze.episodes * length, length)
-                    for m in cfg.tmaze.methods]  # fmt: skip
+            out += [
+                spec(TMAZE_ID, m, s, cfg.tmaze.episodes * length, length) for m in cfg.tmaze.methods
+            ]
     return out

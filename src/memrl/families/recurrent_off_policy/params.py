@@ -8,11 +8,14 @@ family's DVC stage.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import AfterValidator, Field, model_validator
 
-from memrl.config import EnvId, NonNegInt, PosFloat, PosInt, Prob, SACParams, StrictModel
+from memrl.agents.lstm_ppo import RecurrentPPOParams
+from memrl.agents.recurrent_loop import RecurrentParams
+from memrl.agents.sb3 import SACParams
+from memrl.schema import EnvId, PosInt, StrictModel
 
 _CORES = {"GRU": "gru", "LSTM": "lstm", "FFM": "ffm", "window": "window"}
 _METHOD = re.compile(r"^(SAC|RPPO|PPO-LSTM|(RSAC|RTD3|SACD)-(GRU|LSTM|FFM|window)(-shared)?)$")
@@ -36,57 +39,6 @@ def parse_method(name: str) -> tuple[str, str | None, bool]:
     parts = _method_name(name).split("-")
     core = _CORES[parts[1]] if len(parts) > 1 else None
     return parts[0], core, parts[-1] == "shared"
-
-
-def short_env(env_id: str) -> str:
-    """``memrl/Pendulum-V-v1`` -> ``Pendulum-V``; ``popgym/PositionOnlyCartPoleEasy-v0`` ->
-    ``PositionOnlyCartPoleEasy``."""
-    return env_id.split("/")[-1].rsplit("-v", 1)[0]
-
-
-class RecurrentParams(StrictModel):
-    """Recurrent SAC / TD3 / SAC-discrete (the method name sets ``core`` and ``shared_encoder``)."""
-
-    core: Literal["gru", "lstm", "ffm", "window"] = "lstm"
-    shared_encoder: bool = False
-    hidden_size: PosInt
-    head: list[PosInt] = Field(min_length=1)
-    learning_rate: PosFloat
-    gamma: Annotated[float, Field(gt=0, le=1)]
-    tau: Annotated[float, Field(gt=0, le=1)]
-    buffer_size: PosInt
-    seq_len: PosInt
-    batch_size: PosInt
-    learning_starts: NonNegInt
-    train_freq: PosInt
-    gradient_steps: PosInt
-    context: PosInt = 4  # window core: frames seen (the current one and K - 1 before)
-    ffm_memory: PosInt = 8  # FFM: trace size m
-    ffm_context: PosInt = 4  # FFM: frequencies c
-    expl_noise: Annotated[float, Field(ge=0)] = 0.1  # TD3 (Fujimoto et al. 2018)
-    target_noise: Annotated[float, Field(ge=0)] = 0.2
-    noise_clip: Annotated[float, Field(ge=0)] = 0.5
-    policy_delay: PosInt = 2
-    target_entropy_ratio: Prob = 0.98  # SAC-discrete (Christodoulou 2019)
-
-
-class RecurrentPPOParams(StrictModel):
-    """LSTM-PPO hyperparameters (rl-zoo ``ppo_lstm.yml``), for sb3-contrib's RecurrentPPO
-    (``RPPO``) and memrl's LSTM-PPO (``PPO-LSTM``) alike."""
-
-    n_envs: PosInt
-    n_steps: PosInt
-    batch_size: PosInt
-    n_epochs: PosInt
-    learning_rate: PosFloat
-    gamma: Annotated[float, Field(gt=0, le=1)]
-    gae_lambda: Prob
-    clip_range: PosFloat
-    ent_coef: Annotated[float, Field(ge=0)]
-    lstm_hidden_size: PosInt
-    net_arch: list[PosInt] = Field(min_length=1)
-    schedule: Literal["constant", "linear"] = "constant"  # lr and clip; zoo: linear to 0
-    normalize_obs: bool = False  # zoo: normalize (VecNormalize, observations only)
 
 
 class ROEnvParams(StrictModel):

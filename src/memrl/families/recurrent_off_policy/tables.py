@@ -10,24 +10,52 @@ import pandas as pd
 
 from memrl.families import Plot
 from memrl.stats.aggregate import estimate
-from memrl.stats.curves import wide
 from memrl.stats.floors import FLOOR
+from memrl.stats.points import wide
 
 STEPS, RETURN = "environment steps", "training return (last 10 episodes)"
 PLOTS = (
-    Plot("Pendulum-V.csv", "step", ("SAC", "RSAC-LSTM", "RTD3-LSTM", "RSAC-LSTM-shared", FLOOR),
-         "Pendulum-V (velocities only): training return (IQM over seeds)", STEPS, RETURN),
-    Plot("Pendulum-P.csv", "step", ("SAC", "RSAC-LSTM", FLOOR),
-         "Pendulum-P (positions only): training return (IQM over seeds)", STEPS, RETURN),
-    Plot("CartPole-P.csv", "step", ("PPO-LSTM", FLOOR),
-         "CartPole-P (positions only): LSTM-PPO training return (IQM over seeds)", STEPS,
-         RETURN),
-    Plot("PositionOnlyCartPoleEasy.csv", "step", ("SACD-GRU", "SACD-FFM", FLOOR),
-         "POPGym PositionOnlyCartPoleEasy: training return (IQM over seeds)", STEPS, RETURN),
-    Plot("tmaze.csv", "length", ("SACD-GRU", "SACD-window"),
-         "Passive T-Maze: success rate against corridor length (IQM over seeds)",
-         "corridor length (= correlation horizon)", "success rate (greedy)"),
-)  # fmt: skip
+    Plot(
+        "Pendulum-V.csv",
+        "step",
+        ("SAC", "RSAC-LSTM", "RTD3-LSTM", "RSAC-LSTM-shared", FLOOR),
+        "Pendulum-V (velocities only): training return (IQM over seeds)",
+        STEPS,
+        RETURN,
+    ),
+    Plot(
+        "Pendulum-P.csv",
+        "step",
+        ("SAC", "RSAC-LSTM", FLOOR),
+        "Pendulum-P (positions only): training return (IQM over seeds)",
+        STEPS,
+        RETURN,
+    ),
+    Plot(
+        "CartPole-P.csv",
+        "step",
+        ("PPO-LSTM", FLOOR),
+        "CartPole-P (positions only): LSTM-PPO training return (IQM over seeds)",
+        STEPS,
+        RETURN,
+    ),
+    Plot(
+        "PositionOnlyCartPoleEasy.csv",
+        "step",
+        ("SACD-GRU", "SACD-FFM", FLOOR),
+        "POPGym PositionOnlyCartPoleEasy: training return (IQM over seeds)",
+        STEPS,
+        RETURN,
+    ),
+    Plot(
+        "tmaze.csv",
+        "length",
+        ("SACD-GRU", "SACD-window"),
+        "Passive T-Maze: success rate against corridor length (IQM over seeds)",
+        "corridor length (= correlation horizon)",
+        "success rate (greedy)",
+    ),
+)
 
 
 class Runs(NamedTuple):
@@ -44,7 +72,7 @@ class Runs(NamedTuple):
 
 
 def load(results: Sequence[dict[str, Any]], env_order: Sequence[str] = ()) -> Runs:
-    """Stored results (see :meth:`memrl.jobs.RunStore.results`) as :class:`Runs`; rows ordered
+    """Stored results (see :meth:`memrl.runs.RunStore.results`) as :class:`Runs`; rows ordered
     by ``env_order`` (the profile's env order), method and seed."""
     timing = [r for r in results if "ms" in r]
     df = pd.DataFrame([r for r in results if "ms" not in r])
@@ -55,9 +83,12 @@ def load(results: Sequence[dict[str, Any]], env_order: Sequence[str] = ()) -> Ru
     t = None
     if timing:
         t = pd.DataFrame(
-            [{"core": c, "repeat": i, "ms": v} for c, ms in timing[0]["ms"].items()
-             for i, v in enumerate(ms)]
-        )  # fmt: skip
+            [
+                {"core": c, "repeat": i, "ms": v}
+                for c, ms in timing[0]["ms"].items()
+                for i, v in enumerate(ms)
+            ]
+        )
     return Runs(df[df.length == 0].reset_index(drop=True), df[df.length > 0], t)
 
 
@@ -66,7 +97,9 @@ def tmaze_success(runs: Runs, reps: int) -> pd.DataFrame:
     rows = []
     for (m, L), g in runs.tmaze.groupby(["method", "length"]):
         e = estimate(g.success, "tmaze", f"{m} · L={L}", reps)
-        rows.append({"method": m, "length": L, "iqm": e.iqm, "ci_low": e.ci_low, "ci_high": e.ci_high})  # fmt: skip
+        rows.append(
+            {"method": m, "length": L, "iqm": e.iqm, "ci_low": e.ci_low, "ci_high": e.ci_high}
+        )
     return pd.DataFrame(rows)
 
 

@@ -1,0 +1,337 @@
+"""memrl's command line: ``python -m memrl <verb>``; every make target calls it.
+
+Reproduce and look:
+    repro     validate a profile, then `dvc repro` its pipeline (make repro)
+    estimate  price what repro would run, from the stored runs' measured seconds
+    site      the offline results site of a profile (make site)
+    plots     the dvc plots, drawn offline to one page (make plots)
+
+One job, as rl-zoo's train.py runs one configuration:
+    list      a family's jobs for a profile
+    run       one job of a family, stored in the cache (never in the pipeline's stores)
+
+The pipeline's stages (dvc.yaml runs these) and its upkeep:
+    params    validate a profile's parameters and write them resolved
+    runs      run a family's jobs into its run store
+    notebook  run a family's notebook on its stored runs
+    report    REPORT.md and report.json from the families' claims
+    dvc-yaml  write every profile's dvc.yaml from the family registry
+    data      pull, rebuild or verify data/
+    notebooks regenerate notebooks/*.ipynb from their jupytext twins (make notebooks)
+
+`python -m memrl <verb> --help` says more. A profile is smoke, default or paper; `--set
+key=value` overrides one of a family's parameters for this command (a dotted path in its
+section of params.yaml, the value read as YAML), validated like params.yaml.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+PROFILE_HELP = "smoke | default | paper (default: default)"
+
+
+def overrides(pairs: list[str]) -> dict[str, Any]:
+    """``["a.b=1", "c=[1, 2]"]`` -> ``{"a.b": 1, "c": [1, 2]}``: dotted keys, values read
+    as YAML (merged into the parameters by :func:`memrl.config.apply_overrides`)."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"--set takes key=value, not {pair!r}")
+        out[key] = _value(value)
+    return out
+
+
+def _value(text: str) -> Any:
+    """YAML, plus the floats YAML 1.1 reads as strings (``3e-4``)."""
+    value = yaml.safe_load(text)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    return value
+
+
+def family_params(family: str, profile: str, sets: list[str]) -> Any:
+    """The family's validated parameters for ``profile`` with ``--set`` overrides."""
+    from memrl.config import load_family
+
+    return load_family(family, profile, overrides=overrides(sets))
+
+
+def select(specs: list[Any], job: str, seed: int) -> Any:
+    """The one spec whose label holds every word of ``job`` (any case) and ``seed``."""
+    words = job.lower().split()
+    hits = [s for s in specs if all(w in s.name.lower() for w in words)]
+    seeded = [s for s in hits if s.kwargs.get("seed", seed) == seed]
+    if len(seeded) == 1:
+        return seeded[0]
+    names = sorted({_unseeded(s.name) for s in (hits or specs)})
+    if not hits:
+        what = "matches no job"
+    elif not seeded:
+        what = f"has no seed {seed}"
+    else:
+        what = "matches several jobs"
+    raise SystemExit(f"'{job}' {what}; jobs:\n  " + "\n  ".join(names))
+
+
+def _unseeded(label: str) -> str:
+    return label.rsplit(" · seed", 1)[0]
+
+
+def _elapsed(desc: str, stop: threading.Event) -> None:
+    """A live elapsed-time bar while the job runs in this process."""
+    from tqdm.auto import tqdm
+
+    from memrl.runtime import progress_enabled
+
+    with tqdm(
+        desc=desc, unit="s", bar_format="{desc}: {elapsed} elapsed", disable=not progress_enabled()
+    ) as bar:
+        while not stop.wait(1.0):
+            bar.update(1)
+
+
+def _estimate(names: list[str], profile: str, sets: list[str], fresh: bool = False) -> int:
+    from memrl import families
+    from memrl.config import ConfigError
+    from memrl.estimate import estimate_families, render
+
+    try:
+        fams = [families.get(n).name for n in names or families.NAMES]
+        if sets and len(fams) != 1:
+            raise ValueError("--set changes one family's parameters: name that family")
+        configs = {f: family_params(f, profile, sets) for f in fams}
+        out = estimate_families(profile, configs, fresh=fresh)
+    except (ValueError, ConfigError) as err:
+        print(err, file=sys.stderr)
+        return 2
+    print(render(out, profile, fresh=fresh))
+    return 0
+
+
+def _run(a: argparse.Namespace) -> int:
+    from memrl import families
+    from memrl.config import ConfigError
+    from memrl.runs import RunStore, run_spec
+    from memrl.runtime import cache_dir
+
+    try:
+        fam = families.get(a.family)
+        cfg = family_params(a.family, a.profile, a.set)
+    except (ValueError, ConfigError) as err:
+        print(err, file=sys.stderr)
+        return 2
+    specs = fam.grid(cfg)
+    if a.verb == "list":
+        seeds = sorted({s.kwargs["seed"] for s in specs if "seed" in s.kwargs})
+        print(f"{a.family}: {len(specs)} jobs (seeds {seeds})")
+        for name in dict.fromkeys(_unseeded(s.name) for s in specs):
+            print(f"  {name}")
+        return 0
+    spec = select(specs, a.job, a.seed)
+    store = RunStore(a.store or cache_dir() / "runs" / "cli" / a.family)
+    if store.has(spec):
+        print(f"already stored: {store.path(spec)}")
+        return 0
+    stop = threading.Event()
+    bar = threading.Thread(target=_elapsed, args=(spec.name, stop), daemon=True)
+    bar.start()
+    try:
+        result, seconds = run_spec(spec.to_json())
+    finally:
+        stop.set()
+        bar.join()
+    path = store.save(spec, result, seconds)
+    scalars = {k: v for k, v in result.items() if isinstance(v, int | float | str) and k != "seed"}
+    print(f"{spec.name}: {seconds:,.1f} s")
+    for k, v in list(scalars.items())[:8]:
+        print(f"  {k}: {v:.4g}" if isinstance(v, float) else f"  {k}: {v}")
+    print(f"result: {path}")
+    return 0
+
+
+def _stage(a: argparse.Namespace) -> int:
+    """A pipeline stage: Ctrl-C and SIGTERM stop it cleanly (finished jobs kept, published
+    results unchanged); bad parameters or a missing model exit 2 with one message."""
+    from memrl import pipeline, report, runs
+    from memrl.config import ConfigError, check_profile
+
+    # DVC ignores SIGINT while a stage runs and its children inherit that: take it back
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    runs.raise_on_sigterm()
+    what = getattr(a, "family", a.verb)
+    try:
+        if a.verb == "report":
+            results = a.results or Path("results/default")
+            print(f"wrote {report.write(results)}")
+            return 0
+        check_profile(a.profile)
+        if a.verb == "params":
+            print(f"wrote {pipeline.write_params(a.profile)}")
+        elif a.verb == "runs":
+            print(f"{a.family}: {runs.run_family(a.family, a.profile, executor=a.executor)}")
+        else:
+            print(f"wrote {pipeline.run_notebook(a.family, a.profile)}")
+    except (ConfigError, FileNotFoundError) as err:  # bad parameters, a missing model or data
+        print(f"memrl: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"\n{what}: interrupted; finished jobs are kept, results unchanged", file=sys.stderr)
+        return 130
+    return 0
+
+
+def _site(a: argparse.Namespace) -> int:
+    from memrl.runtime import repo_root
+    from memrl.site import build
+
+    results = a.results or repo_root() / "results" / "default"
+    print(f"wrote {build(results, a.out or results / 'site')}")
+    return 0
+
+
+def _plots(a: argparse.Namespace) -> int:
+    from memrl.config import ConfigError
+    from memrl.dvc_plots import render
+
+    try:
+        out = render(a.profile, a.revs, a.out)
+    except (RuntimeError, ConfigError) as e:
+        print(f"memrl plots: {e}", file=sys.stderr)
+        return 2
+    print(f"wrote {out}")
+    return 0
+
+
+def _data(a: argparse.Namespace) -> int:
+    from memrl import data
+
+    if a.action == "ensure":
+        data.ensure()
+    elif a.action == "build":
+        print("built " + ", ".join(map(str, data.build())))
+    else:
+        ok = data.verify()
+        print("data/ matches data.dvc" if ok else "data/ is missing or differs from data.dvc")
+        return 0 if ok else 1
+    return 0
+
+
+def _repro(a: argparse.Namespace, rest: list[str]) -> int:
+    from memrl.pipeline import repro
+
+    return repro(a.profile, rest)
+
+
+def _dvc_yaml(a: argparse.Namespace) -> int:
+    from memrl.dvcfile import write_all
+
+    return write_all(a.check)
+
+
+def parser() -> argparse.ArgumentParser:
+
+    ap = argparse.ArgumentParser(
+        prog="python -m memrl",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = ap.add_subparsers(dest="verb", required=True, metavar="VERB")
+
+    def verb(name: str, text: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=text, description=text)
+
+    def profile(p: argparse.ArgumentParser, sets: bool = True) -> None:
+        p.add_argument("--profile", default="default", help=PROFILE_HELP)
+        if sets:
+            p.add_argument(
+                "--set",
+                action="append",
+                default=[],
+                metavar="KEY=VALUE",
+                help="override a parameter, e.g. rsac.learning_rate=3e-4",
+            )  # noqa: E501
+
+    p = verb("repro", "validate a profile, then `dvc repro` its pipeline (extra args go to dvc)")
+    profile(p, sets=False)
+    p = verb(
+        "estimate", "price the jobs not yet stored (core-seconds, wall time), from stored runs"
+    )
+    p.add_argument("families", nargs="*", help="default: every family")
+    profile(p)
+    p.add_argument("--fresh", action="store_true", help="every job, as on a fresh clone")
+    p = verb("site", "build a profile's offline results site (no training)")
+    p.add_argument("results", nargs="?", type=Path, help="default: results/default")
+    p.add_argument("--out", type=Path, help="default: <results>/site")
+    p = verb("plots", "draw the dvc plots offline to results/<profile>/dvc_plots.html")
+    profile(p, sets=False)
+    p.add_argument("revs", nargs="*", help="git revisions to overlay (dvc plots diff)")
+    p.add_argument("-o", "--out", type=Path, help="default: results/<profile>/dvc_plots.html")
+    p = verb("list", "list a family's jobs for a profile")
+    p.add_argument("family")
+    profile(p)
+    p = verb("run", "run one job of a family; stored in the cache, reused when run again")
+    p.add_argument("family")
+    p.add_argument("job", help="words of the job's label, e.g. 'RSAC-LSTM Pendulum-V'")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--store", type=Path, help="result folder (default: the cache's)")
+    profile(p)
+    p = verb("params", "stage: validate a profile's parameters, write them resolved")
+    profile(p, sets=False)
+    for name, text in (
+        ("runs", "stage: run a family's jobs into its run store"),
+        ("notebook", "stage: run a family's notebook on its stored runs"),
+    ):  # noqa: E501
+        p = verb(name, text)
+        p.add_argument("family")
+        profile(p, sets=False)
+        if name == "runs":
+            p.add_argument("--executor", choices=("process", "ray"), default=None)
+    p = verb("report", "stage: REPORT.md and report.json from the families' claims")
+    p.add_argument("results", nargs="?", type=Path, help="default: results/default")
+    p = verb("dvc-yaml", "write every profile's dvc.yaml from the family registry")
+    p.add_argument("--check", action="store_true", help="fail if a dvc.yaml is out of date")
+    p = verb("data", "data/: pull it, else rebuild it (ensure); rebuild (build); check (verify)")
+    p.add_argument("action", choices=("ensure", "build", "verify"))
+    p = verb("notebooks", "regenerate .ipynb from jupytext .py twins, run on the smoke profile")
+    p.add_argument("paths", nargs="+", type=Path, help="notebooks/NAME.py ...")
+    return ap
+
+
+def _notebooks(a: argparse.Namespace) -> int:
+    from memrl.nbtools import refresh
+
+    for p in a.paths:
+        if p.suffix != ".py" or not p.is_file():
+            print(f"memrl notebooks: not a jupytext .py notebook: {p}", file=sys.stderr)
+            return 2
+        print(f"refreshed {refresh(p)}", flush=True)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = parser()
+    a, rest = ap.parse_known_args(argv)
+    if a.verb == "repro":
+        return _repro(a, rest)  # the rest goes to dvc repro
+    if rest:
+        ap.error(f"unrecognized arguments: {' '.join(rest)}")
+    if a.verb == "estimate":
+        return _estimate(a.families, a.profile, a.set, a.fresh)
+    if a.verb in ("list", "run"):
+        return _run(a)
+    if a.verb in ("params", "runs", "notebook", "report"):
+        return _stage(a)
+    verbs = {"site": _site, "plots": _plots, "data": _data, "dvc-yaml": _dvc_yaml}
+    return {**verbs, "notebooks": _notebooks}[a.verb](a)
