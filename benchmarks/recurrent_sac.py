@@ -31,17 +31,20 @@ def main() -> None:
     from stable_baselines3 import SAC
 
     from memrl.agents.recurrent_sac import train
+    from memrl.agents.sb3 import silent
     from memrl.envs.pomdp import make_masked
     from memrl.runtime import set_torch_threads
 
     set_torch_threads(1)
     t = time.perf_counter()
-    SAC(
-        "MlpPolicy",
-        gym.make("Pendulum-v1"),
-        learning_starts=a.learning_starts,
-        seed=0,
-        device="cpu",
+    silent(
+        SAC(
+            "MlpPolicy",
+            gym.make("Pendulum-v1"),
+            learning_starts=a.learning_starts,
+            seed=0,
+            device="cpu",
+        )
     ).learn(a.steps)
     base = a.steps / (time.perf_counter() - t)
     print(f"{a.steps:,} env steps, 1 update/step after {a.learning_starts}, 1 thread")

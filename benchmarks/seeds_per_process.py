@@ -45,6 +45,7 @@ def agents(steps: int, ppo_steps: int) -> None:
     from stable_baselines3 import PPO, SAC
     from stable_baselines3.common.env_util import make_vec_env
 
+    from memrl.agents.sb3 import silent
     from memrl.config import load_family
     from memrl.families.recurrent_off_policy import jobs
 
@@ -63,31 +64,35 @@ def agents(steps: int, ppo_steps: int) -> None:
 
     s, r = cfg.sac, cfg.rppo
     sac = rate(
-        lambda: SAC(
-            "MlpPolicy",
-            gym.make("Pendulum-v1"),
-            learning_rate=s.learning_rate,
-            batch_size=s.batch_size,
-            learning_starts=s.learning_starts,
-            gamma=s.gamma,
-            policy_kwargs={"net_arch": s.net_arch},
-            seed=0,
-            device="cpu",
+        lambda: silent(
+            SAC(
+                "MlpPolicy",
+                gym.make("Pendulum-v1"),
+                learning_rate=s.learning_rate,
+                batch_size=s.batch_size,
+                learning_starts=s.learning_starts,
+                gamma=s.gamma,
+                policy_kwargs={"net_arch": s.net_arch},
+                seed=0,
+                device="cpu",
+            )
         ).learn(steps),
         steps,
     )
     ppo = rate(
-        lambda: PPO(
-            "MlpPolicy",
-            make_vec_env("CartPole-v1", r.n_envs, seed=0),
-            n_steps=r.n_steps,
-            batch_size=r.batch_size,
-            n_epochs=r.n_epochs,
-            learning_rate=r.learning_rate,
-            gamma=r.gamma,
-            gae_lambda=r.gae_lambda,
-            seed=0,
-            device="cpu",
+        lambda: silent(
+            PPO(
+                "MlpPolicy",
+                make_vec_env("CartPole-v1", r.n_envs, seed=0),
+                n_steps=r.n_steps,
+                batch_size=r.batch_size,
+                n_epochs=r.n_epochs,
+                learning_rate=r.learning_rate,
+                gamma=r.gamma,
+                gae_lambda=r.gae_lambda,
+                seed=0,
+                device="cpu",
+            )
         ).learn(ppo_steps),
         ppo_steps,
     )

@@ -4,6 +4,7 @@ import pytest
 from gymnasium import spaces
 
 from memrl.agents.per_dqn import PrioritizedDQN
+from memrl.agents.sb3 import silent
 from memrl.memory.prioritized import PrioritizedReplayBuffer
 
 OBS = spaces.Box(-10, 10, (2,), np.float32)
@@ -90,7 +91,7 @@ def test_prioritized_dqn_trains_and_updates_priorities():
         policy_kwargs={"net_arch": [16]},
     )
     before = [p.detach().clone() for p in model.q_net.parameters()]
-    model.learn(300)
+    silent(model).learn(300)
     buf = model.replay_buffer
     assert isinstance(buf, PrioritizedReplayBuffer)
     stored = buf.tree[np.arange(buf.pos)]
@@ -112,7 +113,7 @@ def test_plain_sb3_dqn_accepts_the_buffer():
         seed=0,
         device="cpu",
     )
-    model.learn(100)
+    silent(model).learn(100)
     with pytest.raises(TypeError):
         from stable_baselines3.common.buffers import ReplayBuffer
 
