@@ -78,7 +78,8 @@ def _eval_at(total_timesteps: int) -> list[int]:
     return [int(f * total_timesteps) for f in CHECKPOINTS[:-1]]
 
 
-def sac_job(
+def _baseline(
+    train: Callable[..., dict[str, Any]],
     env_id: str,
     method: str,
     seed: int,
@@ -87,65 +88,51 @@ def sac_job(
     eval_episodes: int,
     curve_points: int,
 ) -> dict[str, Any]:
-    """SB3 SAC (an MLP, no memory) on one env with one seed; a tidy row (see :func:`_row`)."""
+    """Seed everything, ``train(env_id, hp, total_timesteps, seed, eval_episodes, eval_at)``
+    (a baseline without our recurrent loop), then its tidy row (see :func:`_row`)."""
+    from memrl.runtime import seed_everything
+
+    seed_everything(seed)
+    t = total_timesteps
+    out = train(env_id, hp, t, seed, eval_episodes, _eval_at(t))
+    return _row(env_id, method, seed, t, out, curve_points)
+
+
+def sac_job(**kw: Any) -> dict[str, Any]:
+    """SB3 SAC (an MLP, no memory) on one env with one seed; arguments as :func:`_baseline`'s."""
     from memrl.agents.sb3 import SACParams
     from memrl.agents.sb3_baselines import sac_train
-    from memrl.runtime import seed_everything
 
-    seed_everything(seed)
-    t = total_timesteps
-    out = sac_train(env_id, SACParams(**hp), t, seed, eval_episodes, _eval_at(t))
-    return _row(env_id, method, seed, t, out, curve_points)
+    return _baseline(lambda env_id, hp, *a: sac_train(env_id, SACParams(**hp), *a), **kw)
 
 
-def rppo_job(
-    env_id: str,
-    method: str,
-    seed: int,
-    total_timesteps: int,
-    hp: dict[str, Any],
-    eval_episodes: int,
-    curve_points: int,
-) -> dict[str, Any]:
-    """sb3-contrib RecurrentPPO on one env with one seed; a tidy row."""
+def rppo_job(**kw: Any) -> dict[str, Any]:
+    """sb3-contrib RecurrentPPO on one env with one seed; arguments as :func:`_baseline`'s."""
     from memrl.agents.sb3_baselines import rppo_train
-    from memrl.runtime import seed_everything
 
-    seed_everything(seed)
-    t = total_timesteps
-    out = rppo_train(env_id, RecurrentPPOParams(**hp), t, seed, eval_episodes, _eval_at(t))
-    return _row(env_id, method, seed, t, out, curve_points)
+    return _baseline(lambda env_id, hp, *a: rppo_train(env_id, RecurrentPPOParams(**hp), *a), **kw)
 
 
-def ppo_job(
-    env_id: str,
-    method: str,
-    seed: int,
-    total_timesteps: int,
-    hp: dict[str, Any],
-    eval_episodes: int,
-    curve_points: int,
-) -> dict[str, Any]:
+def ppo_job(**kw: Any) -> dict[str, Any]:
     """:mod:`memrl.agents.lstm_ppo` (RecurrentPPO's algorithm, faster) on one env with one
-    seed; envs seeded ``seed + i``, as SB3's ``make_vec_env``; a tidy row."""
+    seed; envs seeded ``seed + i``, as SB3's ``make_vec_env``; arguments as :func:`_baseline`'s."""
     from memrl.agents import lstm_ppo
     from memrl.agents.sb3_baselines import CHECKPOINT_SEED_OFFSET, EVAL_SEED_OFFSET
     from memrl.envs.registry import make
-    from memrl.runtime import seed_everything
 
-    seed_everything(seed)
-    t = total_timesteps
-    out = lstm_ppo.train(
-        lambda i: make(env_id, seed + i),
-        RecurrentPPOParams(**hp),
-        t,
-        seed,
-        eval_episodes,
-        eval_env=make(env_id, seed + EVAL_SEED_OFFSET),
-        eval_at=_eval_at(t),
-        check_env=make(env_id, seed + CHECKPOINT_SEED_OFFSET),
-    )
-    return _row(env_id, method, seed, t, out, curve_points)
+    def train(env_id, hp, t, seed, eval_episodes, eval_at):
+        return lstm_ppo.train(
+            lambda i: make(env_id, seed + i),
+            RecurrentPPOParams(**hp),
+            t,
+            seed,
+            eval_episodes,
+            eval_env=make(env_id, seed + EVAL_SEED_OFFSET),
+            eval_at=eval_at,
+            check_env=make(env_id, seed + CHECKPOINT_SEED_OFFSET),
+        )
+
+    return _baseline(train, **kw)
 
 
 def _recurrent(
