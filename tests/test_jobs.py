@@ -56,10 +56,24 @@ def test_store_runs_only_missing_jobs_and_keeps_files(tmp_path):
     (res,) = store.results([f])
     assert Path(res["files_dir"], "note.txt").read_text() == "job 7"
     assert Path(res["files_dir"], "raw.bin").read_bytes() == bytes([7, 0, 255])
+
     store.prune(specs[:1])
     assert store.keys() == {specs[0].key}
     with pytest.raises(MissingRunsError, match="1 of 2 runs missing"):
         store.results(specs[:2])
+
+
+def test_a_store_in_the_project_names_its_files_relative_to_it(tmp_path, monkeypatch):
+    """Published tables carry no machine's paths: files_dir is relative to the project."""
+    from memrl import runs
+
+    monkeypatch.setattr(runs, "repo_root", lambda: tmp_path)
+    store = RunStore(tmp_path / "results" / "default" / "fam" / "runs")
+    f = spec("with_files", x=7)
+    execute([f], store, workers=1)
+    (res,) = store.results([f])
+    assert res["files_dir"] == f"results/default/fam/runs/{f.key}"
+    assert (tmp_path / res["files_dir"] / "note.txt").read_text() == "job 7"
 
 
 def test_a_corrupt_or_foreign_result_is_rerun(tmp_path):
