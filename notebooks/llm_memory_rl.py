@@ -73,7 +73,7 @@ import pandas as pd
 from memrl import plots
 from memrl.config import load_family
 from memrl.envs.dialogue import load_dialogues
-from memrl.envs.shop import load_shop
+from memrl.envs.shop import ShopEnv, expert_successes, load_shop
 from memrl.families.llm_memory_rl import claims as llm_claims
 from memrl.families.llm_memory_rl import tables
 from memrl.results import budget_table, claims_table, save_claims, save_figure, save_table
@@ -93,6 +93,11 @@ print(
     + ", ".join(f"{k} {len(v)}" for k, v in splits.items())
 )
 print("an instruction:", splits["test"][0].instruction)
+shop = ShopEnv(products, cfg.shop.max_steps, cfg.shop.n_results)
+tasks = [t for split in splits.values() for t in split]
+print(
+    f"expert demonstrations earn the full reward on {expert_successes(shop, tasks)} of {len(tasks)} tasks"
+)
 print(
     "dialogues: "
     + ", ".join(

@@ -156,9 +156,10 @@ def test_q_update_n_step_and_no_bootstrap():
     assert q(2) == pytest.approx(0.0 + 0.5 * 2.0)
     assert q(1) == pytest.approx(1.0 + 0.5 * 0.0 + 0.25 * q(3))
     assert q(0) == pytest.approx(0.0 + 0.5 * 1.0 + 0.25 * q(2))
-    nb = ExperienceMemory(n_step=1, gamma=1.0, bootstrap=False)
+    # w/o bootstrap (the reference's n_step_flatten=None): full discounted returns, whatever n
+    nb = ExperienceMemory(n_step=1, gamma=0.5, bootstrap=False)
     nb.update(_steps([0.0, 0.0, 1.0]))
-    assert [nb.records[("buy shampoo", f"obs {i}")].q[f"a{i}"] for i in range(3)] == [0, 0, 1]
+    assert [nb.records[("buy shampoo", f"obs {i}")].q[f"a{i}"] for i in range(3)] == [0.25, 0.5, 1]
 
 
 def test_retrieval_similarity_is_half_page_half_instruction():
@@ -355,3 +356,13 @@ def test_load_model_takes_a_dtype():
         load_model("tiny-random", dtype="int8")
     with pytest.raises(ConfigError, match="dtype"):
         load_family("llm_memory_rl", "smoke", overrides={"llm.dtype": "fp8"})
+
+
+def test_expert_demonstrations_succeed_on_at_least_95_percent_of_tasks(shop):
+    """The annotated demos that seed the initial memories buy what the task asks for: the
+    expert ranks purchases by the reward they would really get (the options the product has)."""
+    from memrl.envs.shop import expert_successes
+
+    products, splits = shop
+    tasks = [t for split in splits.values() for t in split]
+    assert expert_successes(ShopEnv(products, max_steps=8), tasks) >= 0.95 * len(tasks)

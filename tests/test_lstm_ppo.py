@@ -111,11 +111,32 @@ def test_obs_normaliser_matches_sb3_vec_normalize():
     assert lstm_ppo.ObsNormaliser(4, enabled=False)(raw, update=True) is raw
 
 
+def test_reward_scaler_matches_sb3_vec_normalize():
+    """The zoo's normalize, reward half: the same discounted-return variance, scaling,
+    clipping and per-episode restart as SB3's VecNormalize."""
+    import gymnasium as gym
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+
+    vn = VecNormalize(
+        DummyVecEnv([lambda: gym.make("CartPole-v1")] * 3), norm_obs=False, gamma=0.98
+    )
+    ours = lstm_ppo.RewardScaler(3, 0.98)
+    rng = np.random.default_rng(1)
+    for _ in range(50):
+        r = rng.normal(1.0, 2.0, 3)
+        dones = rng.random(3) < 0.1
+        vn._update_reward(r)  # what VecNormalize.step_wait does in training
+        want = vn.normalize_reward(r)
+        vn.returns[dones] = 0
+        np.testing.assert_allclose(ours(r, dones.astype(np.float32)), want, rtol=1e-5)
+    assert lstm_ppo.RewardScaler(3, 0.98, enabled=False)(r, dones) is r
+
+
 def test_normalised_training_is_deterministic_and_standardises_its_inputs(monkeypatch):
     from memrl.config import load_family
     from memrl.envs.registry import make
 
-    p = load_family("recurrent_off_policy", "smoke").rppo.model_copy(update={"normalize_obs": True})
+    p = load_family("recurrent_off_policy", "smoke").rppo.model_copy(update={"normalize": True})
     seen = []
     step = lstm_ppo.Branch.step
 

@@ -62,7 +62,7 @@ class RecurrentPPOParams(StrictModel):
     lstm_hidden_size: PosInt
     net_arch: list[PosInt] = Field(min_length=1)
     schedule: Literal["constant", "linear"] = "constant"  # lr and clip; zoo: linear to 0
-    normalize_obs: bool = False  # zoo: normalize (VecNormalize, observations only)
+    normalize: bool = False  # zoo: normalize (VecNormalize: observations and rewards, gamma)
 
 
 class LSTMState(NamedTuple):
@@ -167,6 +167,26 @@ class ObsNormaliser:
         return np.clip(out, -self.clip, self.clip).astype(np.float32)
 
 
+class RewardScaler:
+    """The reward half of SB3's ``VecNormalize`` (the zoo's ``normalize``): each env's
+    discounted return ``R <- gamma R + r`` feeds a running variance, rewards are divided by
+    its standard deviation and clipped, and ``R`` restarts when an episode ends.
+    Disabled, it passes the rewards through."""
+
+    def __init__(self, n: int, gamma: float, enabled: bool = True, clip: float = 10.0) -> None:
+        self.rms = RunningMeanStd(shape=()) if enabled else None
+        self.returns, self.gamma, self.clip = np.zeros(n), gamma, clip
+
+    def __call__(self, rewards: np.ndarray, dones: np.ndarray) -> np.ndarray:
+        if self.rms is None:
+            return rewards
+        self.returns = self.returns * self.gamma + rewards
+        self.rms.update(self.returns)
+        out = np.clip(rewards / np.sqrt(self.rms.var + 1e-8), -self.clip, self.clip)
+        self.returns[dones.astype(bool)] = 0.0
+        return out.astype(np.float32)
+
+
 class Rollout(NamedTuple):
     obs: th.Tensor  # (T, n, obs_dim)
     starts: th.Tensor  # (T, n): an episode starts at this step (state zeroed before it)
@@ -219,7 +239,8 @@ def train(
     opt = th.optim.Adam(params, lr=p.learning_rate, eps=1e-5, fused=True)  # SB3: eps 1e-5
     n, T = p.n_envs, p.n_steps
     seg_per_batch = max(1, p.batch_size // T)
-    observe = ObsNormaliser(obs_dim, p.normalize_obs)
+    observe = ObsNormaliser(obs_dim, p.normalize)
+    scale = RewardScaler(n, p.gamma, p.normalize)
 
     def tensor(x) -> th.Tensor:
         return th.as_tensor(np.asarray(x, dtype=np.float32), device=device)
@@ -263,6 +284,7 @@ def train(
                         next_start[i] = 1.0
                     next_obs.append(np.asarray(o_i, np.float32).reshape(-1))
                 obs, start = observe(np.stack(next_obs), update=True), next_start
+                rewards = scale(rewards, next_start)  # the time-out bootstrap is added after
                 for i, o_final in finals:  # time-out: bootstrap from the final observation
                     v_final, _ = critic.step(
                         tensor(observe(o_final)), th.zeros(1, device=device), c_state.select([i])

@@ -26,6 +26,23 @@ class DQNParams(StrictModel):
     net_arch: list[PosInt] = Field(min_length=1)
     train_freq_unit: Literal["step", "episode"] = "step"  # SB3's train_freq=(n, unit)
     tau: Annotated[float, Field(gt=0, le=1)] = 1.0  # target update: 1 = copy (SB3 default)
+    # epsilon anneals over exploration_fraction of the budget from step 0 (SB3) or, as the
+    # MinAtar reference, from learning_starts (acting at random until then either way)
+    anneal_from: Literal["step 0", "learning start"] = "step 0"
+
+
+def exploration_schedule(hp: DQNParams, total_steps: int):
+    """SB3's ``exploration_schedule`` (progress remaining -> epsilon) for ``hp``: 1 until the
+    anneal starts (step 0, or ``learning_starts``), then linear to ``exploration_final_eps``
+    over ``exploration_fraction`` of the budget."""
+    start = hp.learning_starts if hp.anneal_from == "learning start" else 0
+    span = max(1.0, hp.exploration_fraction * total_steps)
+
+    def epsilon(progress_remaining: float) -> float:
+        done = min(1.0, max(0.0, ((1.0 - progress_remaining) * total_steps - start) / span))
+        return 1.0 + done * (hp.exploration_final_eps - 1.0)
+
+    return epsilon
 
 
 class SACParams(StrictModel):
@@ -45,7 +62,7 @@ def sb3_kwargs(hp: BaseModel, seed: int, **overrides: Any) -> dict[str, Any]:
 
     The device is picked automatically (CUDA when present, else CPU).
     """
-    kwargs = hp.model_dump()
+    kwargs = hp.model_dump(exclude={"anneal_from"})
     kwargs["policy_kwargs"] = {"net_arch": list(kwargs.pop("net_arch"))}
     if "train_freq_unit" in kwargs:  # DQN: every n steps or every n episodes
         kwargs["train_freq"] = (kwargs["train_freq"], kwargs.pop("train_freq_unit"))

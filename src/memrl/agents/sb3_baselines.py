@@ -14,7 +14,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from memrl.agents.sb3 import DQNParams, SACParams, minatar_cnn_extractor, sb3_kwargs, silent
+from memrl.agents.sb3 import (
+    DQNParams,
+    SACParams,
+    exploration_schedule,
+    minatar_cnn_extractor,
+    sb3_kwargs,
+    silent,
+)
 from memrl.runtime import get_device
 
 if TYPE_CHECKING:
@@ -92,16 +99,17 @@ def _scheduled(value: float, schedule: str) -> float | Callable[[float], float]:
 
 
 def _normalised(venv: Any, hp: RecurrentPPOParams, training: Any = None) -> Any:
-    """``venv`` with observations standardised as the zoo's ``normalize`` (VecNormalize,
-    obs only) when ``hp.normalize_obs``; given the ``training`` env, its running stats are
-    shared and never updated here (evaluation)."""
-    if not hp.normalize_obs:
+    """``venv`` as the zoo's ``normalize`` makes it when ``hp.normalize``: SB3's VecNormalize
+    of observations and rewards (its return variance with the algorithm's gamma); given the
+    ``training`` env (evaluation), raw rewards and its observation stats, never updated."""
+    if not hp.normalize:
         return venv
     from stable_baselines3.common.vec_env import VecNormalize
 
-    out = VecNormalize(venv, norm_obs=True, norm_reward=False, training=training is None)
-    if training is not None:
-        out.obs_rms = training.obs_rms
+    if training is None:
+        return VecNormalize(venv, norm_obs=True, norm_reward=True, gamma=hp.gamma)
+    out = VecNormalize(venv, norm_obs=True, norm_reward=False, training=False)
+    out.obs_rms = training.obs_rms
     return out
 
 
@@ -194,7 +202,10 @@ def dqn_train(env_id: str, hp: DQNParams, total_steps: int, seed: int) -> dict[s
         kwargs["policy_kwargs"].update(
             features_extractor_class=minatar_cnn_extractor(), normalize_images=False
         )
-    silent(DQN(policy, env, **kwargs)).learn(total_steps)
+    model = silent(DQN(policy, env, **kwargs))
+    if hp.anneal_from != "step 0":  # SB3 anneals from step 0; MinAtar from the replay start
+        model.exploration_schedule = exploration_schedule(hp, total_steps)
+    model.learn(total_steps)
     return {**_log(env), "memory_size": min(hp.buffer_size, total_steps)}  # transitions kept
 
 

@@ -376,7 +376,8 @@ class Transition(NamedTuple):
 
 
 def expert_episode(env: ShopEnv, task: ShopTask) -> list[Transition]:
-    """An annotated trajectory: the most specific query, the best-scoring result, its options, buy.
+    """An annotated trajectory: the query whose results hold the purchase with the highest
+    reward (the most specific such query), that product, the task's options it has, buy.
 
     Plays on ``env`` (reset to ``task``) and returns its transitions; used to seed the
     initial memories as REMEMBERER seeds its from annotated demonstrations.
@@ -390,14 +391,28 @@ def expert_episode(env: ShopEnv, task: ShopTask) -> list[Transition]:
         out.append(Transition(info["page"], obs, tuple(info["admissible"]), action, float(reward)))
         obs, info = nobs, ninfo
 
-    query = max(
-        task.queries, key=lambda q: (len(set(q.split()) & set(task.instruction.split())), len(q))
+    def earned(p: Product) -> float:  # what buying p gets, with the options it has
+        return shop_reward(
+            task, p, {k: v for k, v in task.options.items() if v in p.options.get(k, ())}
+        )
+
+    # the query (most specific first) whose results hold the purchase with the best reward
+    queries = sorted(
+        task.queries, key=lambda q: (-len(set(q.split()) & set(task.instruction.split())), -len(q))
+    )
+    query, best = max(
+        ((q, p) for q in queries for p in env.search(q)),
+        key=lambda qp: (earned(qp[1]), -queries.index(qp[0]), qp[1].pid),
     )
     act(f"search[{query}]")
-    best = max(env.results, key=lambda p: (shop_reward(task, p, task.options), p.pid))
     act(f"click[{best.title}]")
     for kind, value in task.options.items():
         if value in best.options.get(kind, ()):
             act(f"click[{value}]")
     act("click[buy now]")
     return out
+
+
+def expert_successes(env: ShopEnv, tasks: Sequence[ShopTask]) -> int:
+    """On how many of ``tasks`` the expert's demonstration earns the full reward."""
+    return sum(expert_episode(env, t)[-1].reward >= 1.0 - 1e-9 for t in tasks)

@@ -7,6 +7,7 @@ visit count.  After every episode the Q-values of its steps are updated toward n
 bootstrapped targets (their Eq. 2-3)::
 
     G_t = sum_{k<n} gamma^k r_{t+k}  +  gamma^n max_a Q(s_{t+n}, a)      (if t + n < T)
+    G_t = sum_{k<T-t} gamma^k r_{t+k}                    (without bootstrapping: the ablation)
     N  <- N + 1;   Q <- Q + (G_t - Q) / N                              (alpha = 1/N)
 
 Steps are updated last to first, so a final reward reaches the first step within one
@@ -110,9 +111,11 @@ class ExperienceMemory:
         return self.records[key]
 
     def target(self, steps: Sequence[Step], t: int) -> float:
-        """The n-step target ``G_t`` of step ``t`` of an episode (bootstrapped unless disabled)."""
+        """The n-step target ``G_t`` of step ``t`` of an episode; without bootstrapping
+        (REMEMBERER's "w/o bootstrap" ablation, the reference's ``n_step_flatten=None``) the
+        discounted return to the episode's end."""
         T = len(steps)
-        end = min(t + self.n_step, T)
+        end = min(t + self.n_step, T) if self.bootstrap else T
         g = sum(self.gamma ** (k - t) * steps[k].reward for k in range(t, end))
         if self.bootstrap and end < T:
             nxt = self.records.get((steps[end].instruction, steps[end].observation))

@@ -195,7 +195,10 @@ def _rlem_deviations(cfg: LLMMemoryRLParams) -> list[str]:
         f"{cfg.shop.n_results} results per page (WebShop 10), at most {cfg.shop.max_steps} "
         "actions (WebShop 15)",
         f"n-step = {hp.n_step}, gamma = {hp.gamma:g}, alpha = 1/N (the reference WebShop launch: "
-        "--n-step-flatten 1, gamma 1, update mode mean)",
+        "--n-step-flatten 1, gamma 1, update mode mean); the w/o-bootstrap ablation learns from "
+        "full-episode returns, as the reference's n_step_flatten None",
+        "initial memories from expert demonstrations that earn the full reward on every task "
+        "(the expert ranks purchases by the reward they would really get)",
     ]
 
 

@@ -6,8 +6,9 @@ learning. One job per (paper's condition, run); nothing here knows about claims.
 (``train_a`` / ``train_b``), as REMEMBERER tests robustness over two initial memories x two
 training sets; its seed is ``r``. Conditions: ``llm`` (no exemplars), ``static`` (exemplars
 from the initial memory, never updated), ``rlem`` (memory updated by n-step Q-learning after
-each training episode) and the ablations ``rlem_no_bootstrap`` (targets are the n observed
-rewards only) and ``rlem_no_discouraged`` (exemplars show no discouraged action).
+each training episode) and the ablations ``rlem_no_bootstrap`` (targets are the discounted
+returns to the episode's end, as the reference's ``n_step_flatten=None``) and
+``rlem_no_discouraged`` (exemplars show no discouraged action).
 
 **AgentFly / Memento** (2025).  The first ``agentfly.tasks`` test tasks are played for
 ``iterations`` passes; with a case bank (seeded with the annotated cases of the ``init``
