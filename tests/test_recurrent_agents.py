@@ -72,13 +72,26 @@ def test_update_trains_each_part_with_its_own_loss(core):
     assert changed(targ, agent.critic_target)  # Polyak step
 
 
-def test_shared_encoder_is_one_module_trained_by_the_critic_only():
+@pytest.mark.parametrize("algo", ["sac", "td3"])
+def test_shared_encoder_is_pomdp_baselines_joint_variant(algo):
+    """Ni et al.'s shared ablation as policy_rnn_shared.py runs it: one encoder; one Adam over
+    it, both Q heads and the actor; targets for the heads only (the TD target reads the
+    online encoder); one update moves the encoder, the heads and the actor."""
     th.manual_seed(0)
-    agent = RecurrentSAC(2, 1, params(shared_encoder=True))
+    cls = RecurrentSAC if algo == "sac" else recurrent_td3.RecurrentTD3
+    agent = cls(2, 1, params(shared_encoder=True))
     assert agent.actor_encoder is agent.critic_encoder
-    actor_params = {id(p) for g in agent.actor_opt.param_groups for p in g["params"]}
-    assert not actor_params & {id(p) for p in agent.critic_encoder.parameters()}
-    agent.update(filled_buffer().sample(4))
+    actor = agent.actor if algo == "sac" else agent.mu
+    joint = {id(p) for g in agent.joint_opt.param_groups for p in g["params"]}
+    owned = [agent.critic_encoder, agent.q1, agent.q2, actor]
+    assert joint == {id(p) for m in owned for p in m.parameters()}
+    targets = {id(p) for p in agent.heads_target.parameters()}
+    assert not targets & joint and not hasattr(agent, "critic_target")
+    before = [[p.detach().clone() for p in m.parameters()] for m in owned]
+    out = agent.update(filled_buffer().sample(4))
+    assert all(np.isfinite(v) for v in out.values())
+    for old, m in zip(before, owned, strict=True):
+        assert any(not th.equal(a, b) for a, b in zip(old, m.parameters(), strict=True))
 
 
 def test_actor_log_prob_matches_a_monte_carlo_free_check():

@@ -9,7 +9,11 @@ on ``[o_t, a_{t-1}, r_{t-1}]``; separate actor and critic encoders unless
   policy smoothing ``a' = clip(mu'(h'_{t+1}) + clip(N(0, target_noise), +-noise_clip))``;
 - the actor (maximising ``Q1``) and all targets move every ``policy_delay`` critic updates.
 
-Losses are masked means over the replayed windows.
+Losses are masked means over the replayed windows. ``shared_encoder=True`` is Ni et al.'s
+ablation as pomdp-baselines runs it (``policy_rnn_shared.py``): one encoder and one Adam over
+it, both Q heads and the actor on ``0.5 (L_Q1 + L_Q2) + L_pi`` every step (the actor
+maximising ``min(Q1, Q2)``), the TD target from the online encoder's detached features with
+the Q heads' and the actor head's targets (:meth:`RecurrentTD3.update_shared`).
 """
 
 from __future__ import annotations
@@ -41,10 +45,17 @@ class RecurrentTD3:
         self.mu = mlp(hid, act_dim, p.head).to(device)
         self.critic = nn.ModuleList([self.critic_encoder, self.q1, self.q2])
         self.policy = nn.ModuleList([self.actor_encoder, self.mu])
-        self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
-        self.policy_target = copy.deepcopy(self.policy).requires_grad_(False)
-        self.critic_opt = adam(self.critic.parameters(), lr=p.learning_rate)
-        self.actor_opt = recurrent_loop.actor_optimiser(self.mu, self.actor_encoder, p)
+        if p.shared_encoder:  # one encoder, one optimiser, targets for the heads only
+            self.heads = nn.ModuleList([self.q1, self.q2, self.mu])
+            self.heads_target = copy.deepcopy(self.heads).requires_grad_(False)
+            self.joint_opt = adam(
+                [*self.critic.parameters(), *self.mu.parameters()], p.learning_rate
+            )
+        else:
+            self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
+            self.policy_target = copy.deepcopy(self.policy).requires_grad_(False)
+            self.critic_opt = adam(self.critic.parameters(), lr=p.learning_rate)
+            self.actor_opt = recurrent_loop.actor_optimiser(self.mu, self.actor_encoder, p)
         self.updates = 0
         # exploration and smoothing noise: a stream of its own, seeded from the run's seed
         self.noise = th.Generator().manual_seed(th.initial_seed() + 1)
@@ -58,6 +69,8 @@ class RecurrentTD3:
 
     def update(self, batch) -> dict[str, float]:
         """One critic step; every ``policy_delay`` steps also an actor step and target updates."""
+        if self.p.shared_encoder:
+            return self.update_shared(batch)
         p = self.p
         full_obs, full_pa, full_pr, act, rew, done, mask = recurrent_loop.history(
             batch, self.device
@@ -98,6 +111,41 @@ class RecurrentTD3:
         polyak(self.policy_target.parameters(), self.policy.parameters(), p.tau)
         out["actor_loss"] = actor_loss.item()
         return out
+
+    def update_shared(self, batch) -> dict[str, float]:
+        """The shared-encoder ablation's step (pomdp-baselines ``policy_rnn_shared.py``): ``h``
+        from the one encoder; the target ``y`` from ``h_{t+1}`` (online, detached), the actor
+        head's target with smoothing noise and the Q heads' targets; ``L_pi = -min(Q1, Q2)``
+        through the same ``h``; one Adam step on ``0.5 (L_Q1 + L_Q2) + L_pi``, then the heads'
+        targets."""
+        p = self.p
+        full_obs, full_pa, full_pr, act, rew, done, mask = recurrent_loop.history(
+            batch, self.device
+        )
+        n = mask.sum().clamp(min=1.0)
+        h, _ = self.critic_encoder(full_obs, full_pa, full_pr)
+        q1_t, q2_t, mu_t = self.heads_target
+
+        # ---- critic
+        with th.no_grad():
+            a_next = th.tanh(mu_t(h[:, 1:]))
+            smooth = (p.target_noise * th.randn(a_next.shape, generator=self.noise)).clamp(
+                -p.noise_clip, p.noise_clip
+            )
+            x_next = th.cat([h[:, 1:], (a_next + smooth).clamp(-1.0, 1.0)], -1)
+            target = rew + p.gamma * (1.0 - done) * th.min(q1_t(x_next), q2_t(x_next)).squeeze(-1)
+        x = th.cat([h[:, :-1], act], -1)
+        q1_loss = ((self.q1(x).squeeze(-1) - target) ** 2 * mask).sum() / n
+        q2_loss = ((self.q2(x).squeeze(-1) - target) ** 2 * mask).sum() / n
+
+        # ---- actor (through the shared encoder and the online Q heads), one joint step
+        x_pi = th.cat([h[:, :-1], th.tanh(self.mu(h[:, :-1]))], -1)
+        actor_loss = -(th.min(self.q1(x_pi), self.q2(x_pi)).squeeze(-1) * mask).sum() / n
+        optimise(self.joint_opt, 0.5 * (q1_loss + q2_loss) + actor_loss)
+
+        # ---- targets: the heads only
+        polyak(self.heads_target.parameters(), self.heads.parameters(), p.tau)
+        return {"critic_loss": (q1_loss + q2_loss).item(), "actor_loss": actor_loss.item()}
 
 
 def train(

@@ -304,8 +304,11 @@ def ro_3(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
         _series(runs, pairs),
         deviations=[
             _scale(cfg),
-            "shared: the critic's loss alone trains the encoder (the actor reads it "
-            "detached), as pomdp-baselines' shared variant",
+            "shared: pomdp-baselines' policy_rnn_shared.py: one encoder and one Adam over it, "
+            "both Q heads and the actor on 0.5 (L_Q1 + L_Q2) + L_pi, the TD target from the "
+            "online encoder with targets for the Q heads only (runs before 2026-11-25 detached "
+            "the actor and kept a target encoder); its Q heads read [h, a], not the reference's "
+            "extra observation-action embedding",
         ],
     )
 
