@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env as gym_check_env
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
@@ -59,3 +60,24 @@ def test_the_shop_env_passes_gymnasiums_checker_and_draws_a_task(shop):
         sb3_check_env(env, warn=False)
     with pytest.raises(ValueError, match="tasks"):
         ShopEnv(products).reset()
+
+
+@pytest.mark.parametrize("env_id", ["memrl/Pendulum-V-v1", "memrl/CartPole-P-v1"])
+def test_previous_action_reward_inputs(env_id):
+    """SAC-prev's observation [o_t, a_{t-1}, r_{t-1}]: zeros after reset, then what was done
+    and earned (a discrete action one-hot); the checkers accept it."""
+    from memrl.envs.pomdp import PreviousActionReward
+
+    env = PreviousActionReward(make(env_id))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gym_check_env(env, skip_render_check=True)
+        sb3_check_env(env, warn=False)
+    obs, _ = env.reset(seed=0)
+    n = env.observation_space.shape[0] - env.n_act - 1
+    assert not obs[n:].any()
+    action = env.action_space.sample()
+    obs, reward, *_ = env.step(action)
+    want = np.eye(env.n_act)[action] if env.discrete else np.ravel(action)
+    np.testing.assert_allclose(obs[n:-1], want, rtol=1e-6)
+    assert obs[-1] == pytest.approx(reward)

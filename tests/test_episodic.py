@@ -160,3 +160,25 @@ def test_a_saved_table_loads_and_behaves_exactly_as_the_original(tmp_path, radiu
         assert copy.write(key, v) == table.write(key, v)
     np.testing.assert_array_equal(copy.values, table.values)
     assert copy.scanned == table.scanned
+
+
+def test_aggregation_claims_are_judged_where_memory_is_really_cut():
+    """EC-2/EC-3 are judged at the smallest radius keeping <= 50% of exact MFEC's keys (at
+    r = 1 aggregation kept 97%: "no significant loss" there tests nothing)."""
+    import pandas as pd
+
+    from memrl.config import load_family
+    from memrl.families.episodic_control.claims import _sweep
+
+    cfg = load_family("episodic_control", "default")
+    kept = {0.0: 1.0, 1.0: 0.97, 1.5: 0.45, 2.0: 0.3}
+    df = pd.DataFrame(
+        [
+            {"env": "SpaceInvaders", "method": "MFEC", "merge_radius": r, "memory_size": 1000 * k}
+            for r, k in kept.items()
+            for _ in range(3)
+        ]
+    )
+    assert _sweep(cfg, df)[3] == "MFEC r=1.5"
+    df.loc[df.merge_radius > 0, "memory_size"] = 900.0  # no radius cuts enough: the largest
+    assert _sweep(cfg, df)[3] == "MFEC r=2"

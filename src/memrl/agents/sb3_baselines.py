@@ -74,22 +74,29 @@ def sac_train(
     seed: int,
     eval_episodes: int,
     eval_at: Sequence[int] = (),
+    previous_inputs: bool = False,
 ) -> dict:
     """SB3 SAC with an MLP (the memoryless baseline of the recurrent family); with
     ``eval_at``, ``eval_episodes`` greedy episodes on an env of their own after each of
-    those step counts (``checkpoint_returns``)."""
+    those step counts (``checkpoint_returns``). ``previous_inputs``: it reads
+    ``[o_t, a_{t-1}, r_{t-1}]``, the recurrent agents' per-step inputs, instead of ``o_t``."""
     from stable_baselines3 import SAC
     from stable_baselines3.common.monitor import Monitor
 
+    from memrl.envs.pomdp import PreviousActionReward
     from memrl.envs.registry import make
 
-    env = Monitor(make(env_id, seed))
-    check_env = Monitor(make(env_id, seed + CHECKPOINT_SEED_OFFSET))
+    def env_for(env_seed: int):  # what SAC reads
+        env = make(env_id, env_seed)
+        return Monitor(PreviousActionReward(env) if previous_inputs else env)
+
+    env = env_for(seed)
+    check_env = env_for(seed + CHECKPOINT_SEED_OFFSET)
     checks = checkpoint_callback(eval_at, lambda m: evaluate_returns(m, check_env, eval_episodes))
     model = silent(SAC("MlpPolicy", env, **sb3_kwargs(hp, seed))).learn(
         total_steps, callback=checks
     )
-    evals = evaluate_returns(model, Monitor(make(env_id, seed + EVAL_SEED_OFFSET)), eval_episodes)
+    evals = evaluate_returns(model, env_for(seed + EVAL_SEED_OFFSET), eval_episodes)
     return {**_log(env), "eval_returns": evals, "checkpoint_returns": checks.results}
 
 

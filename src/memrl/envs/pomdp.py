@@ -47,6 +47,42 @@ class MaskObservation(gym.ObservationWrapper):
         return obs[self.keep]
 
 
+class PreviousActionReward(gym.Wrapper, gym.utils.RecordConstructorArgs):
+    """Observations ``[o_t, a_{t-1}, r_{t-1}]`` (zeros before an episode's first step): what
+    the recurrent agents' encoders read each step, for a memoryless agent. A continuous
+    action as it is, a discrete one one-hot."""
+
+    def __init__(self, env: gym.Env) -> None:
+        gym.utils.RecordConstructorArgs.__init__(self)
+        super().__init__(env)
+        box, act = env.observation_space, env.action_space
+        self.discrete = isinstance(act, gym.spaces.Discrete)
+        n_act = int(act.n) if self.discrete else int(np.prod(act.shape))
+        a_low = np.zeros(n_act) if self.discrete else np.asarray(act.low, float).ravel()
+        a_high = np.ones(n_act) if self.discrete else np.asarray(act.high, float).ravel()
+        low = np.concatenate([np.asarray(box.low, float).ravel(), a_low, [-np.inf]])
+        high = np.concatenate([np.asarray(box.high, float).ravel(), a_high, [np.inf]])
+        self.observation_space = gym.spaces.Box(low, high, dtype=np.float32)
+        self.n_act = n_act
+
+    def _obs(self, obs, action, reward: float) -> np.ndarray:
+        a = np.zeros(self.n_act, np.float32)
+        if action is not None:
+            if self.discrete:
+                a[int(action)] = 1.0
+            else:
+                a[:] = np.asarray(action, np.float32).ravel()
+        return np.concatenate([np.asarray(obs, np.float32).ravel(), a, [reward]]).astype(np.float32)
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        return self._obs(obs, None, 0.0), info
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return self._obs(obs, action, float(reward)), reward, terminated, truncated, info
+
+
 def make_masked(base_id: str, variant: str, **kwargs) -> gym.Env:
     """``base_id`` with only the ``variant`` ("P" or "V") dimensions observed."""
     if base_id not in POMDP_MASKS or variant not in POMDP_MASKS[base_id]:

@@ -1,7 +1,8 @@
 """The recurrent off-policy family's jobs: one (env or T-Maze length, method, seed) each,
 plus the FFM-vs-GRU timing. Nothing here knows about claims or plots.
 
-Methods are named ``SAC`` (SB3, an MLP with no memory), ``RPPO`` (sb3-contrib
+Methods are named ``SAC`` (SB3, an MLP with no memory), ``SAC-prev`` (the same MLP reading
+``[o_t, a_{t-1}, r_{t-1}]``), ``RPPO`` (sb3-contrib
 RecurrentPPO), ``PPO-LSTM`` (:mod:`memrl.agents.lstm_ppo`, the same algorithm, faster) or ``<RSAC|RTD3|SACD>-<core>[-shared]`` (:mod:`memrl.agents`).
 """
 
@@ -26,7 +27,15 @@ TMAZE_ID = "memrl/PassiveTMaze-v0"
 HERE = "memrl.families.recurrent_off_policy.jobs"
 
 # rough core-seconds per env step, to start the longest jobs first; only the order matters
-_COST = {"RSAC": 0.020, "RTD3": 0.014, "SACD": 0.006, "SAC": 0.008, "RPPO": 0.004, "PPO": 0.0015}
+_COST = {
+    "RSAC": 0.020,
+    "RTD3": 0.014,
+    "SACD": 0.006,
+    "SAC": 0.008,
+    "SAC-prev": 0.008,
+    "RPPO": 0.004,
+    "PPO": 0.0015,
+}
 
 
 def _row(
@@ -104,6 +113,18 @@ def sac_job(**kw: Any) -> dict[str, Any]:
     from memrl.agents.sb3_baselines import sac_train
 
     return _baseline(lambda env_id, hp, *a: sac_train(env_id, SACParams(**hp), *a), **kw)
+
+
+def sac_prev_job(**kw: Any) -> dict[str, Any]:
+    """SB3 SAC reading the recurrent agents' per-step inputs ``[o_t, a_{t-1}, r_{t-1}]``
+    (an MLP, no memory: separates "memory helps" from "these inputs help")."""
+    from memrl.agents.sb3 import SACParams
+    from memrl.agents.sb3_baselines import sac_train
+
+    def train(env_id, hp, *a):
+        return sac_train(env_id, SACParams(**hp), *a, previous_inputs=True)
+
+    return _baseline(train, **kw)
 
 
 def rppo_job(**kw: Any) -> dict[str, Any]:
@@ -186,6 +207,7 @@ def sacd_job(**kw: Any) -> dict[str, Any]:
 
 JOB = {
     "SAC": "sac_job",
+    "SAC-prev": "sac_prev_job",
     "RPPO": "rppo_job",
     "PPO": "ppo_job",
     "RSAC": "rsac_job",
@@ -239,9 +261,9 @@ def grid(cfg: RecurrentOffPolicyParams) -> list[JobSpec]:
 
     def spec(env_id: str, method: str, seed: int, steps: int, length: int = 0) -> JobSpec:
         algo = parse_method(method)[0]
-        hp = {"SAC": cfg.sac, "RPPO": cfg.rppo, "PPO": cfg.rppo}.get(algo) or cfg.agent_params(
-            method
-        )
+        hp = {"SAC": cfg.sac, "SAC-prev": cfg.sac, "RPPO": cfg.rppo, "PPO": cfg.rppo}.get(
+            algo
+        ) or cfg.agent_params(method)
         n_eval = cfg.tmaze.eval_episodes if length else cfg.eval_episodes
         kw = {
             "env_id": env_id,

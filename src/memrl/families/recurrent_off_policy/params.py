@@ -18,13 +18,16 @@ from memrl.agents.sb3 import SACParams
 from memrl.schema import EnvId, PosInt, StrictModel
 
 _CORES = {"GRU": "gru", "LSTM": "lstm", "FFM": "ffm", "window": "window"}
-_METHOD = re.compile(r"^(SAC|RPPO|PPO-LSTM|(RSAC|RTD3|SACD)-(GRU|LSTM|FFM|window)(-shared)?)$")
+_METHOD = re.compile(
+    r"^(SAC|SAC-prev|RPPO|PPO-LSTM|(RSAC|RTD3|SACD)-(GRU|LSTM|FFM|window)(-shared)?)$"
+)
 
 
 def _method_name(name: str) -> str:
     if not _METHOD.match(name):
         raise ValueError(
-            f"unknown method '{name}': use SAC (SB3, no memory), RPPO (sb3-contrib), PPO-LSTM "
+            f"unknown method '{name}': use SAC (SB3, no memory), SAC-prev (SB3 SAC reading "
+            "[o_t, a_t-1, r_t-1]), RPPO (sb3-contrib), PPO-LSTM "
             "(memrl's LSTM-PPO), or "
             "<RSAC|RTD3|SACD>-<GRU|LSTM|FFM|window>[-shared], e.g. RSAC-LSTM or RTD3-GRU-shared"
         )
@@ -35,8 +38,11 @@ MethodName = Annotated[str, AfterValidator(_method_name)]
 
 
 def parse_method(name: str) -> tuple[str, str | None, bool]:
-    """``"RSAC-LSTM-shared"`` -> ``("RSAC", "lstm", True)``; ``"SAC"`` -> ``("SAC", None, False)``."""
-    parts = _method_name(name).split("-")
+    """``"RSAC-LSTM-shared"`` -> ``("RSAC", "lstm", True)``; ``"SAC"`` -> ``("SAC", None, False)``;
+    ``"SAC-prev"`` -> ``("SAC-prev", None, False)``."""
+    if _method_name(name) == "SAC-prev":
+        return name, None, False
+    parts = name.split("-")
     core = _CORES[parts[1]] if len(parts) > 1 else None
     return parts[0], core, parts[-1] == "shared"
 
@@ -87,8 +93,12 @@ class RecurrentOffPolicyParams(StrictModel):
         for e in self.envs:
             for m in e.methods:
                 algo = parse_method(m)[0]
-                if algo in ("RSAC", "RTD3", "SAC", "SACD"):
-                    hp = self.sac if algo == "SAC" else self.agent_params(m)
+                if algo in ("RSAC", "RTD3", "SAC", "SAC-prev", "SACD"):
+                    hp = (
+                        self.sac
+                        if algo.startswith("SAC-") or algo == "SAC"
+                        else self.agent_params(m)
+                    )
                     if hp.learning_starts >= e.total_timesteps:
                         raise ValueError(f"{m}: learning_starts must be below {e.env_id}'s budget")
         if max(self.tmaze.lengths) > self.sacd.seq_len:

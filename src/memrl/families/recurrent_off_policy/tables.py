@@ -18,7 +18,7 @@ PLOTS = (
     Plot(
         "Pendulum-V.csv",
         "step",
-        ("SAC", "RSAC-LSTM", "RTD3-LSTM", "RSAC-LSTM-shared", FLOOR),
+        ("SAC", "SAC-prev", "RSAC-LSTM", "RTD3-LSTM", "RSAC-LSTM-shared", FLOOR),
         "Pendulum-V (velocities only): training return (IQM over seeds)",
         STEPS,
         RETURN,
@@ -26,7 +26,7 @@ PLOTS = (
     Plot(
         "Pendulum-P.csv",
         "step",
-        ("SAC", "RSAC-LSTM", FLOOR),
+        ("SAC", "SAC-prev", "RSAC-LSTM", FLOOR),
         "Pendulum-P (positions only): training return (IQM over seeds)",
         STEPS,
         RETURN,
