@@ -439,3 +439,19 @@ def test_iqm_points_rejects_missing_columns_and_non_finite_values():
         iqm_points(df, "method", "n_bits", "success")
     with pytest.raises(ValueError, match="non-finite success"):
         iqm_points(df, "method", "bits", "success")
+
+
+def test_a_mean_arm_counts_the_failed_seed_the_iqm_trims():
+    """RO-2's reliability: the share of seeds that succeed is a mean over seeds; the IQM of
+    the same 0/1 values trims the failed seed away."""
+    from memrl.stats.compare import arm, difference
+
+    hits = [0.0, 1.0, 1.0, 1.0, 1.0]
+    assert arm(hits, "X", "a").iqm == 1.0
+    share = arm(hits, "X", "a", statistic="mean")
+    assert share.iqm == pytest.approx(0.8) and share.as_dict()["statistic"] == "mean"
+    all_hit = arm([1.0] * 5, "X", "b", statistic="mean")
+    d = difference(share, all_hit, True, seed=0)
+    assert d.iqm == pytest.approx(-0.2) and d.ci_low < 0
+    with pytest.raises(ValueError, match="statistics differ"):
+        difference(share, arm([1.0] * 5, "X", "c"), True, seed=0)

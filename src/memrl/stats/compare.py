@@ -46,12 +46,23 @@ MEASURED_RATES = (
 
 
 # =========================================================================== arms
+def _mean(x: np.ndarray, axis: int = 0) -> np.ndarray:
+    return np.mean(x, axis=axis)
+
+
+# over seeds: the IQM (rliable's default), or the mean where no seed may be trimmed (a share
+# of seeds that succeed: a failed seed must count)
+STATISTICS = {"iqm": iqm, "mean": _mean}
+
+
 @dataclass(frozen=True)
 class Arm:
-    """One method's per-seed values with their IQM and 95% CI (an :class:`Estimate`)."""
+    """One method's per-seed values with their IQM (or ``statistic``) and 95% CI (an
+    :class:`Estimate`, whose ``iqm`` field then holds that statistic)."""
 
     values: tuple[float, ...]
     estimate: Estimate
+    statistic: str = "iqm"
 
     @property
     def iqm(self) -> float:
@@ -70,7 +81,8 @@ class Arm:
         return self.estimate.n
 
     def as_dict(self) -> dict:
-        return {**self.estimate.as_dict(), "values": list(self.values)}
+        out = {**self.estimate.as_dict(), "values": list(self.values)}
+        return out if self.statistic == "iqm" else {**out, "statistic": self.statistic}
 
     def __str__(self) -> str:
         return str(self.estimate)
@@ -86,26 +98,31 @@ def _tail(n: int, level: float = LEVEL) -> float:
     return float(stats.norm.cdf(-math.sqrt(n / (n - 1)) * stats.t.ppf(1 - a, n - 1)))
 
 
-def _boot_iqm(x: np.ndarray, rng: np.random.Generator, reps: int) -> np.ndarray:
-    return iqm(x[rng.integers(0, len(x), (reps, len(x)))], axis=1)
+def _boot(x: np.ndarray, rng: np.random.Generator, reps: int, statistic: str = "iqm") -> np.ndarray:
+    return STATISTICS[statistic](x[rng.integers(0, len(x), (reps, len(x)))], axis=1)
 
 
-def arm(values: Sequence[float], claim_id: str, name: str, reps: int = REPS) -> Arm:
-    """The IQM of ``values`` (one per seed) with its expanded-percentile bootstrap 95% CI,
-    seeded by ``(claim_id, name)``: the same values always give the same interval."""
+def arm(
+    values: Sequence[float], claim_id: str, name: str, reps: int = REPS, statistic: str = "iqm"
+) -> Arm:
+    """The IQM (or ``statistic``: ``"mean"``) of ``values`` (one per seed) with its
+    expanded-percentile bootstrap 95% CI, seeded by ``(claim_id, name)``: the same values
+    always give the same interval."""
     x = np.asarray(values, dtype=np.float64).reshape(-1)
     if len(x) < 2:
         raise ValueError(f"{claim_id} · {name}: a confidence interval needs >= 2 seeds")
     if not np.isfinite(x).all():
         raise ValueError(f"{claim_id} · {name}: values must be finite")
     rng = np.random.default_rng(stable_seed(claim_id, name))
-    dist = _boot_iqm(x, rng, max(reps, REPS))
+    dist = _boot(x, rng, max(reps, REPS), statistic)
     t = _tail(len(x))
     lo, hi = np.quantile(dist, [t, 1 - t])
-    return Arm(tuple(float(v) for v in x), Estimate(float(iqm(x)), float(lo), float(hi), len(x)))
+    point = float(STATISTICS[statistic](x))
+    est = Estimate(point, float(lo), float(hi), len(x))
+    return Arm(tuple(float(v) for v in x), est, statistic)
 
 
-def _sample(side) -> tuple[np.ndarray | None, float]:
+def _sample(side, statistic: str = "iqm") -> tuple[np.ndarray | None, float]:
     """(values, point) of an arm, or (None, value) of a constant (a paper's number, n = 0)."""
     if isinstance(side, Arm):
         return np.asarray(side.values, dtype=np.float64), side.iqm
@@ -116,7 +133,7 @@ def _sample(side) -> tuple[np.ndarray | None, float]:
     if np.ndim(side) == 0:
         return None, float(side)
     x = np.asarray(side, dtype=np.float64).reshape(-1)
-    return x, float(iqm(x))
+    return x, float(STATISTICS[statistic](x))
 
 
 # =========================================================================== the difference
@@ -128,6 +145,7 @@ def difference(
     reps: int = REPS,
     level: float = LEVEL,
     expand: bool = True,
+    statistic: str | None = None,
 ) -> Estimate:
     """IQM(``better``) − IQM(``worse``), signed so > 0 is ``better`` winning, with a 95% CI
     from a stratified bootstrap: each side's seeds resampled on their own (rliable's
@@ -135,9 +153,14 @@ def difference(
 
     Each side is an :class:`Arm`, per-seed values, or a constant (a paper's number, a
     threshold). ``n`` is the smaller arm's seed count. ``expand=False``: the plain percentile
-    interval (what rliable computes)."""
-    a, pa = _sample(better)
-    b, pb = _sample(worse)
+    interval (what rliable computes). ``statistic``: ``"iqm"`` or ``"mean"`` over seeds (by
+    default the arms' own; two arms must agree)."""
+    own = {s.statistic for s in (better, worse) if isinstance(s, Arm)}
+    if len(own) > 1 or (statistic is not None and own - {statistic}):
+        raise ValueError(f"the arms' statistics differ: {sorted(own | {statistic} - {None})}")
+    statistic = statistic or (own.pop() if own else "iqm")
+    a, pa = _sample(better, statistic)
+    b, pb = _sample(worse, statistic)
     if a is None and b is None:
         raise ValueError("a difference needs at least one arm of seeds")
     for x in (a, b):
@@ -146,8 +169,8 @@ def difference(
     sign = 1.0 if higher_is_better else -1.0
     rng = np.random.default_rng(seed)
     reps = max(reps, REPS)
-    da = _boot_iqm(a, rng, reps) if a is not None else pa
-    db = _boot_iqm(b, rng, reps) if b is not None else pb
+    da = _boot(a, rng, reps, statistic) if a is not None else pa
+    db = _boot(b, rng, reps, statistic) if b is not None else pb
     dist = sign * (np.asarray(da) - np.asarray(db))
     n = min(len(x) for x in (a, b) if x is not None)
     t = _tail(n, level) if expand else (1 - level) / 2

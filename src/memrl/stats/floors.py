@@ -37,6 +37,7 @@ def floor_arm(
     value: str | Callable = "score",
     floor: str = "random",
     reps: int = 2000,
+    statistic: str = "iqm",
 ) -> dict[str, Arm]:
     """``{name: arm}`` of ``floor`` on ``env`` (``value``: a column, or a function of a row),
     or ``{}`` when the store holds no such floor run. A floor run once (deterministic) stands
@@ -48,7 +49,7 @@ def floor_arm(
         return {}
     vals = rows.apply(value, axis=1) if callable(value) else rows[value]
     vals = list(vals) * (2 if len(vals) == 1 else 1)
-    return {name(floor, env): arm(vals, claim_id, name(floor, env), reps)}
+    return {name(floor, env): arm(vals, claim_id, name(floor, env), reps, statistic)}
 
 
 FLOOR = "floor"  # the column of a floor in the dvc plots tables

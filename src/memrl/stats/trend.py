@@ -85,12 +85,12 @@ def effect(
     higher_is_better: bool,
     seed: int,
     reps: int = 2000,
+    statistic: str = "iqm",
 ) -> Estimate:
-    """IQM(``better``) − IQM(``worse``) over seeds with its 95% CI: the verdicts' own
-    estimator, :func:`memrl.stats.compare.difference` (``worse`` may be a constant)."""
-    if np.ndim(worse) == 0 and len(np.asarray(better).reshape(-1)) < 2:
-        raise ValueError("an effect needs >= 2 values on each side (or a constant)")
-    return difference(better, worse, higher_is_better, seed, reps)
+    """IQM(``better``) − IQM(``worse``) over seeds (or another ``statistic``) with its 95% CI:
+    the verdicts' own estimator, :func:`memrl.stats.compare.difference` (``worse`` may be a
+    constant)."""
+    return difference(better, worse, higher_is_better, seed, reps, statistic=statistic)
 
 
 def trends(
@@ -99,11 +99,13 @@ def trends(
     series: Mapping[str, np.ndarray | float],
     fractions: Sequence[float],
     reps: int = 2000,
+    statistic: str = "iqm",
 ) -> list[Trend]:
     """One :class:`Trend` per comparison of ``claim`` (its id seeds the bootstraps, its
     direction signs the effects) whose two sides have ``series``: an array
     (seeds x checkpoints, one column per ``fractions``) or a paper's constant. Checkpoints
-    where a side has a NaN (no episode ended yet) are left out."""
+    where a side has a NaN (no episode ended yet) are left out. ``statistic``: over seeds, as
+    the claim's arms."""
     out = []
     for c in comparisons:
         if c.better not in series or c.worse not in series:
@@ -117,7 +119,8 @@ def trends(
             if np.isnan(aj).any() or np.isnan(bj).any():
                 continue
             seed = stable_seed(claim.claim_id, str(c), f"{f:.4f}")
-            points.append(TrendPoint(float(f), effect(aj, bj, claim.higher_is_better, seed, reps)))
+            d = effect(aj, bj, claim.higher_is_better, seed, reps, statistic)
+            points.append(TrendPoint(float(f), d))
         if points:
             out.append(Trend(str(c), tuple(points)))
     return out
