@@ -28,13 +28,13 @@ def run(method: str, seed: int, steps: int) -> tuple[str, int, float, float]:
     t = time.perf_counter()
     job = getattr(jobs, jobs.JOB[jobs.parse_method(method)[0]])
     row = job(
-        "memrl/CartPole-P-v1",
-        method,
-        seed,
-        steps,
-        cfg.rppo.model_dump(mode="json"),
-        cfg.eval_episodes,
-        4,
+        env_id="memrl/CartPole-P-v1",
+        method=method,
+        seed=seed,
+        total_timesteps=steps,
+        hp=cfg.rppo.model_dump(mode="json"),
+        eval_episodes=cfg.eval_episodes,
+        curve_points=4,
     )
     return method, seed, row["eval_return"], time.perf_counter() - t
 

@@ -60,7 +60,8 @@ def agents(steps: int, ppo_steps: int) -> None:
         algo = jobs.parse_method(method)[0]
         hp = cfg.rppo if algo in ("RPPO", "PPO") else cfg.agent_params(method)
         run = getattr(jobs, jobs.JOB[algo])
-        return lambda: run(env_id, method, 0, n, hp.model_dump(mode="json"), 1, 4)
+        kw = {"env_id": env_id, "method": method, "seed": 0, "total_timesteps": n}
+        return lambda: run(**kw, hp=hp.model_dump(mode="json"), eval_episodes=1, curve_points=4)
 
     s, r = cfg.sac, cfg.rppo
     sac = rate(

@@ -74,3 +74,19 @@ def test_bad_job_family_or_seed_fail_before_running(capsys):
                 "7",
             ]
         )
+
+
+def test_a_job_is_picked_by_whole_words_of_its_label_first():
+    """'RSAC-LSTM Pendulum-V' is that job, not also RSAC-LSTM-shared's; parts of words still
+    find a job when no label has the whole words."""
+    from memrl.cli import select
+    from memrl.jobs import JobSpec
+
+    specs = [
+        JobSpec("m:f", {"seed": 0}, label=f"{m} · Pendulum-V · seed 0")
+        for m in ("RSAC-LSTM", "RSAC-LSTM-shared")
+    ]
+    assert select(specs, "RSAC-LSTM Pendulum-V", 0) is specs[0]
+    assert select(specs, "shared", 0) is specs[1]
+    with pytest.raises(SystemExit, match="several"):
+        select(specs, "rsac pendulum", 0)

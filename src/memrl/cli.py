@@ -71,7 +71,9 @@ def family_params(family: str, profile: str, sets: list[str]) -> Any:
 def select(specs: list[Any], job: str, seed: int) -> Any:
     """The one spec whose label holds every word of ``job`` (any case) and ``seed``."""
     words = job.lower().split()
-    hits = [s for s in specs if all(w in s.name.lower() for w in words)]
+    # whole words of the label first ("RSAC-LSTM" is not "RSAC-LSTM-shared"), else parts of it
+    hits = [s for s in specs if set(words) <= set(s.name.lower().split())]
+    hits = hits or [s for s in specs if all(w in s.name.lower() for w in words)]
     seeded = [s for s in hits if s.kwargs.get("seed", seed) == seed]
     if len(seeded) == 1:
         return seeded[0]

@@ -87,7 +87,7 @@ def _eval_at(total_timesteps: int) -> list[int]:
     return [int(f * total_timesteps) for f in CHECKPOINTS[:-1]]
 
 
-def _baseline(
+def _run(
     train: Callable[..., dict[str, Any]],
     env_id: str,
     method: str,
@@ -96,23 +96,25 @@ def _baseline(
     hp: dict[str, Any],
     eval_episodes: int,
     curve_points: int,
+    length: int = 0,
 ) -> dict[str, Any]:
-    """Seed everything, ``train(env_id, hp, total_timesteps, seed, eval_episodes, eval_at)``
-    (a baseline without our recurrent loop), then its tidy row (see :func:`_row`)."""
+    """What every job of the family does: seed everything, then
+    ``train(env_id, hp, total_timesteps, seed, eval_episodes, eval_at, length)`` (``length``:
+    a T-Maze's, else 0), then its tidy row (see :func:`_row`)."""
     from memrl.runtime import seed_everything
 
     seed_everything(seed)
     t = total_timesteps
-    out = train(env_id, hp, t, seed, eval_episodes, _eval_at(t))
-    return _row(env_id, method, seed, t, out, curve_points)
+    out = train(env_id, hp, t, seed, eval_episodes, _eval_at(t), length)
+    return _row(env_id, method, seed, t, out, curve_points, length)
 
 
 def sac_job(**kw: Any) -> dict[str, Any]:
-    """SB3 SAC (an MLP, no memory) on one env with one seed; arguments as :func:`_baseline`'s."""
+    """SB3 SAC (an MLP, no memory) on one env with one seed; arguments as :func:`_run`'s."""
     from memrl.agents.sb3 import SACParams
     from memrl.agents.sb3_baselines import sac_train
 
-    return _baseline(lambda env_id, hp, *a: sac_train(env_id, SACParams(**hp), *a), **kw)
+    return _run(lambda env_id, hp, *a, length: sac_train(env_id, SACParams(**hp), *a), **kw)
 
 
 def sac_prev_job(**kw: Any) -> dict[str, Any]:
@@ -121,27 +123,29 @@ def sac_prev_job(**kw: Any) -> dict[str, Any]:
     from memrl.agents.sb3 import SACParams
     from memrl.agents.sb3_baselines import sac_train
 
-    def train(env_id, hp, *a):
+    def train(env_id, hp, *a, length):
         return sac_train(env_id, SACParams(**hp), *a, previous_inputs=True)
 
-    return _baseline(train, **kw)
+    return _run(train, **kw)
 
 
 def rppo_job(**kw: Any) -> dict[str, Any]:
-    """sb3-contrib RecurrentPPO on one env with one seed; arguments as :func:`_baseline`'s."""
+    """sb3-contrib RecurrentPPO on one env with one seed; arguments as :func:`_run`'s."""
     from memrl.agents.sb3_baselines import rppo_train
 
-    return _baseline(lambda env_id, hp, *a: rppo_train(env_id, RecurrentPPOParams(**hp), *a), **kw)
+    return _run(
+        lambda env_id, hp, *a, length: rppo_train(env_id, RecurrentPPOParams(**hp), *a), **kw
+    )
 
 
 def ppo_job(**kw: Any) -> dict[str, Any]:
     """:mod:`memrl.agents.lstm_ppo` (RecurrentPPO's algorithm, faster) on one env with one
-    seed; envs seeded ``seed + i``, as SB3's ``make_vec_env``; arguments as :func:`_baseline`'s."""
+    seed; envs seeded ``seed + i``, as SB3's ``make_vec_env``; arguments as :func:`_run`'s."""
     from memrl.agents import lstm_ppo
     from memrl.agents.sb3_baselines import CHECKPOINT_SEED_OFFSET, EVAL_SEED_OFFSET
     from memrl.envs.registry import make
 
-    def train(env_id, hp, t, seed, eval_episodes, eval_at):
+    def train(env_id, hp, t, seed, eval_episodes, eval_at, length):
         return lstm_ppo.train(
             lambda i: make(env_id, seed + i),
             RecurrentPPOParams(**hp),
@@ -153,56 +157,47 @@ def ppo_job(**kw: Any) -> dict[str, Any]:
             check_env=make(env_id, seed + CHECKPOINT_SEED_OFFSET),
         )
 
-    return _baseline(train, **kw)
+    return _run(train, **kw)
 
 
-def _recurrent(
-    train: Callable[..., dict[str, Any]],
-    env_id: str,
-    method: str,
-    seed: int,
-    total_timesteps: int,
-    hp: dict[str, Any],
-    eval_episodes: int,
-    curve_points: int,
-    length: int = 0,
-) -> dict[str, Any]:
-    """One of our recurrent off-policy agents (``train``: its module's ``train``) on one env,
-    or a T-Maze of ``length``, with one seed; a tidy row."""
-    from memrl.agents.sb3_baselines import CHECKPOINT_SEED_OFFSET
-    from memrl.envs.registry import make
-    from memrl.runtime import seed_everything
+def _recurrent(agent_train: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+    """One of our recurrent off-policy agents (``agent_train``: its module's ``train``) as
+    :func:`_run` calls it: on one env, or a T-Maze of ``length``, checkpoint evaluations on
+    an env of their own."""
 
-    seed_everything(seed)
-    t = total_timesteps
-    kw = {"length": length} if length else {}
-    env = make(env_id, seed, **kw)
-    check_env = make(env_id, seed + CHECKPOINT_SEED_OFFSET, **kw)
-    p = RecurrentParams(**hp)
-    out = train(env, p, t, seed, eval_episodes, eval_env=check_env, eval_at=_eval_at(t))
-    return _row(env_id, method, seed, t, out, curve_points, length)
+    def train(env_id, hp, t, seed, eval_episodes, eval_at, length):
+        from memrl.agents.sb3_baselines import CHECKPOINT_SEED_OFFSET
+        from memrl.envs.registry import make
+
+        kw = {"length": length} if length else {}
+        env = make(env_id, seed, **kw)
+        check_env = make(env_id, seed + CHECKPOINT_SEED_OFFSET, **kw)
+        p = RecurrentParams(**hp)
+        return agent_train(env, p, t, seed, eval_episodes, eval_env=check_env, eval_at=eval_at)
+
+    return train
 
 
 def rsac_job(**kw: Any) -> dict[str, Any]:
-    """Recurrent SAC (:mod:`memrl.agents.recurrent_sac`); arguments as :func:`_recurrent`'s."""
+    """Recurrent SAC (:mod:`memrl.agents.recurrent_sac`); arguments as :func:`_run`'s."""
     from memrl.agents import recurrent_sac
 
-    return _recurrent(recurrent_sac.train, **kw)
+    return _run(_recurrent(recurrent_sac.train), **kw)
 
 
 def rtd3_job(**kw: Any) -> dict[str, Any]:
-    """Recurrent TD3 (:mod:`memrl.agents.recurrent_td3`); arguments as :func:`_recurrent`'s."""
+    """Recurrent TD3 (:mod:`memrl.agents.recurrent_td3`); arguments as :func:`_run`'s."""
     from memrl.agents import recurrent_td3
 
-    return _recurrent(recurrent_td3.train, **kw)
+    return _run(_recurrent(recurrent_td3.train), **kw)
 
 
 def sacd_job(**kw: Any) -> dict[str, Any]:
     """Recurrent SAC-discrete (:mod:`memrl.agents.recurrent_sac_discrete`); arguments as
-    :func:`_recurrent`'s."""
+    :func:`_run`'s."""
     from memrl.agents import recurrent_sac_discrete
 
-    return _recurrent(recurrent_sac_discrete.train, **kw)
+    return _run(_recurrent(recurrent_sac_discrete.train), **kw)
 
 
 JOB = {
