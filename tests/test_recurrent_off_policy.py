@@ -217,3 +217,21 @@ def test_grid_has_one_job_per_run_and_the_timing():
     # a claims-only parameter does not change any job: no retraining for a new bootstrap
     other = cfg.model_copy(update={"bootstrap_reps": 7, "near_optimal": {}})
     assert [s.key for s in jobs.grid(other)] == [s.key for s in specs]
+
+
+def test_every_job_function_runs_its_smoke_job():
+    """One smoke job per job function of the family (SAC, SAC-prev, RPPO, PPO-LSTM, RSAC,
+    RTD3, SACD, the timing), run in this process: each returns its row."""
+    from memrl import families
+    from memrl.config import load_family
+    from memrl.jobs import resolve
+
+    specs = families.get("recurrent_off_policy").grid(load_family("recurrent_off_policy", "smoke"))
+    first = {}
+    for s in specs:
+        if ".jobs:" in s.fn and s.fn not in first:
+            first[s.fn] = s
+    assert len(first) == 8, sorted(first)
+    for spec in first.values():
+        row = resolve(spec.fn)(**spec.kwargs)
+        assert isinstance(row, dict) and row, spec.name

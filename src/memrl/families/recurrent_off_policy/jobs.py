@@ -105,7 +105,7 @@ def _run(
 
     seed_everything(seed)
     t = total_timesteps
-    out = train(env_id, hp, t, seed, eval_episodes, _eval_at(t), length)
+    out = train(env_id, hp, t, seed, eval_episodes, _eval_at(t), length=length)
     return _row(env_id, method, seed, t, out, curve_points, length)
 
 
