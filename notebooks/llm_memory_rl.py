@@ -242,11 +242,14 @@ save_figure(fig, out / "figures" / "memory_r1.png")
 # %% [markdown]
 # Which operation each manager chose for each kind of turn (the kind is the generator's
 # annotation, never shown to a manager: intro → ADD, change → UPDATE, retract → DELETE,
-# repeat and small talk → NOOP would be ideal).
+# repeat and small talk → NOOP would be ideal). The last line is each manager's share of test
+# turns given the operation the turn calls for: the prompted LLM counts as a baseline only
+# above 90% (`llm_claims.MIN_OPERATION_FIT`).
 
 # %%
 ops = tables.memory_r1_ops(mr1)
 print(ops.to_string())
+print(tables.operation_fit(ops).round(3).to_string())
 
 # %% [markdown]
 # ## Claims

@@ -300,6 +300,7 @@ def llm_runs(cfg, good: bool) -> llm_tables.Runs:
                     "checkpoints": [0.5, 1.0] if trained else [1.0],
                     "checkpoint_f1": [0.3, v] if trained else [v],
                     "checkpoint_em": [0.3, v] if trained else [v],
+                    "probe_em": [0.3, v] if trained else [],
                 }
             )
     return llm_tables.load(cfg, rows)
@@ -331,6 +332,31 @@ def test_llm_tables_know_the_managers_operations():
     assert (runs.mr1.groupby("condition").run.nunique() == cfg.seeds).all()  # baselines repeated
     ops = llm_tables.memory_r1_ops(runs.mr1)
     assert ops.loc[("add only", "intro"), "ADD"] == 3  # counted once, not once per seed
+
+
+def test_a_prompted_manager_counts_only_if_it_picks_the_operations_turns_call_for():
+    """Memory-R1's untrained LLM manager is a working one: ours is compared with only when
+    >= 90% of its test turns get the operation the turn calls for; else it is left out and
+    the claim says why (with its share, computed)."""
+    cfg = cfg_of("llm_memory_rl")
+    runs = llm_runs(cfg, True)  # every manager: intro -> ADD 3 of 4 turns (75%)
+    fit = llm_tables.operation_fit(llm_tables.memory_r1_ops(runs.mr1))
+    assert fit["prompted LLM"] == pytest.approx(0.75)
+    r = llm.llm_7(cfg, runs)
+    assert [c.worse for c in r.comparisons] == ["Mem0-style heuristic"]
+    assert any("prompted LLM left out" in d and "75%" in d for d in r.deviations)
+    fits = runs.mr1.ops_by_kind.map(
+        lambda _: {"intro": {"ADD": 19, "NOOP": 1}, "retract": {"DELETE": 5}}
+    )
+    r = llm.llm_7(cfg, runs._replace(mr1=runs.mr1.assign(ops_by_kind=fits)))
+    assert [c.worse for c in r.comparisons] == ["Mem0-style heuristic", "prompted LLM"]
+    assert not any("left out" in d for d in r.deviations)
+    assert (
+        r.extra[
+            "GRPO training curve: exact match on the training probes per epoch (mean over seeds)"
+        ][0]
+        == 0.3
+    )
 
 
 def test_claims_do_not_depend_on_each_other_for_bootstrap_seeds():

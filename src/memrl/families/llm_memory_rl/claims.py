@@ -17,6 +17,7 @@ from memrl.families.llm_memory_rl.tables import (
     MR1_LABELS,
     Runs,
     memory_r1_ops,
+    operation_fit,
 )
 from memrl.stats.aggregate import reference
 from memrl.stats.claims import Budget, Claim, ClaimResult, Comparison
@@ -34,6 +35,9 @@ AGENTFLY = "Zhou et al. 2025, AgentFly / Memento: Fine-tuning LLM Agents without
 MEMORY_R1 = "Yan et al. 2025, Memory-R1: Enhancing LLM Agents to Manage and Utilize Memories via RL"
 EPISODES = "training episodes (epochs x training tasks)"
 ITERATIONS = "iterations over the task set"
+# a prompted LLM manager counts as a baseline only if it mostly picks the operation a turn
+# calls for: Memory-R1's untrained manager is a working one (issue 28)
+MIN_OPERATION_FIT = 0.9
 SCALE = "model scale"  # the LLM conditions do not clear a policy that knows nothing
 SHOP_FLOORS = ("random search-then-buy", "random")  # the stricter of the two is the floor
 
@@ -449,6 +453,9 @@ def _mr1_deviations(cfg: LLMMemoryRLParams) -> list[str]:
         "the question about the memory the operation would touch first (the paper pairs each "
         "operation with a question whose evidence is the turn; the probe alone left "
         "overwriting other memories unpunished)",
+        "trained: the memory manager only; the answer agent stays the frozen LLM (the paper "
+        "trains both with RL: the manager, then the answer agent on the trained manager's "
+        "memories)",
         f"Mem0-style heuristic: similarity thresholds (NOOP at cos >= {hp.heuristic_noop:g}, "
         f"UPDATE at >= {hp.heuristic_update:g}) instead of Mem0's LLM decision",
     ]
@@ -464,7 +471,9 @@ def _memory_r1(cfg: LLMMemoryRLParams, runs: Runs, claim: Claim, metric: str, fl
         f"{int(mr1.questions.iloc[0])} test questions; {cfg.seeds} seeds (the baselines "
         "are deterministic: one run stands for every seed)"
     )
-    counts = memory_r1_ops(mr1).groupby(level="condition", sort=False).sum()
+    ops = memory_r1_ops(mr1)
+    fit = operation_fit(ops)
+    counts = ops.groupby(level="condition", sort=False).sum()
     shares = counts.div(counts.sum(axis=1), axis=0).round(3)
     op_shares = {
         c: {op: float(shares.loc[c, op]) for op in counts if counts.loc[c, op] > 0}
@@ -478,11 +487,22 @@ def _memory_r1(cfg: LLMMemoryRLParams, runs: Runs, claim: Claim, metric: str, fl
         )
         for c in conds
     }
+    prompted = MR1_LABELS["prompted"]
+    working = "prompted" in conds and fit.get(prompted, 0.0) >= MIN_OPERATION_FIT
     comps = [
         Comparison(MR1_LABELS["grpo"], MR1_LABELS[c], floor=fl)
         for c in ("heuristic", "prompted")
-        if c in conds
+        if c in conds and (c != "prompted" or working)
     ]
+    left_out = (
+        [
+            f"prompted LLM left out of the comparisons: {cfg.llm.model} picks the operation "
+            f"the turn calls for on {fit[prompted]:.0%} of test turns (a stand-in for the "
+            f"untrained LLM manager needs >= {MIN_OPERATION_FIT:.0%})"
+        ]
+        if "prompted" in conds and not working
+        else []
+    )
     fractions, series = _checkpointed(mr1, f"checkpoint_{metric}", MR1_LABELS)
     return ClaimResult(
         claim=claim,
@@ -490,7 +510,7 @@ def _memory_r1(cfg: LLMMemoryRLParams, runs: Runs, claim: Claim, metric: str, fl
         ours=MR1_LABELS["grpo"],
         comparisons=comps,
         budget=budget,
-        deviations=_mr1_deviations(cfg),
+        deviations=_mr1_deviations(cfg) + left_out,
         used=Budget(hp.epochs * hp.probes, "probed training turns (epochs x turns)"),
         trends=trends(claim, comps, series, fractions, cfg.bootstrap_reps),
         trend_note="the test questions halfway through GRPO training and after it (the "
@@ -501,6 +521,13 @@ def _memory_r1(cfg: LLMMemoryRLParams, runs: Runs, claim: Claim, metric: str, fl
                 MR1_LABELS[c]: mr1[mr1.condition == c].f1_by_category.iloc[0] for c in conds
             },
             "operations chosen on the test turns (share)": op_shares,
+            "GRPO training curve: exact match on the training probes per epoch (mean over seeds)": [
+                round(float(v), 4)
+                for v in np.mean(list(mr1[mr1.condition == "grpo"].probe_em), axis=0)
+            ],
+            "share of test turns given the operation the turn calls for": {
+                c: round(float(v), 3) for c, v in fit.items()
+            },
         },
     )
 

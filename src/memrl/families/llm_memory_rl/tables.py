@@ -27,6 +27,15 @@ MR1_LABELS = {
     "grpo": "Memory-R1 (GRPO)",
 }
 OPS = ("ADD", "NOOP", "UPDATE", "DELETE")  # as memrl.agents.memory_r1.OPS (a test checks)
+# the operation each kind of turn calls for, as the dialogue generator annotates it
+# (memrl.envs.dialogue; no manager sees the kind)
+EXPECTED_OP = {
+    "intro": "ADD",
+    "change": "UPDATE",
+    "retract": "DELETE",
+    "repeat": "NOOP",
+    "smalltalk": "NOOP",
+}
 
 PLOTS = (
     Plot(
@@ -151,6 +160,17 @@ def memory_r1_ops(mr1: pd.DataFrame) -> pd.DataFrame:
     df = pd.DataFrame(rows)
     table = df.groupby(["condition", "kind", "op"], sort=False).n.sum().unstack(fill_value=0)
     return table.reindex(columns=[o for o in OPS if o in table.columns])
+
+
+def operation_fit(ops: pd.DataFrame) -> pd.Series:
+    """Per manager, the share of test turns on which it chose the operation the turn calls
+    for (:data:`EXPECTED_OP`); ``ops`` as :func:`memory_r1_ops` returns it."""
+    counts = ops.stack()
+    counts = counts[counts > 0]
+    fit = [EXPECTED_OP.get(kind) == op for _, kind, op in counts.index]
+    hits = counts[fit].groupby(level="condition", sort=False).sum()
+    total = counts.groupby(level="condition", sort=False).sum()
+    return (hits.reindex(total.index, fill_value=0) / total).rename("fit")
 
 
 def plot_data(curves: pd.DataFrame, iters: pd.DataFrame) -> dict[str, pd.DataFrame]:
