@@ -49,7 +49,7 @@ def test_random_phase_of_the_t_maze_scores_chance():
     from memrl.agents import recurrent_sac_discrete
 
     cfg = load_family("recurrent_off_policy", "smoke")
-    p = cfg.agent_params("SACD-GRU").model_copy(update={"learning_starts": 10_000})
+    p = cfg.agent_params("SACD-GRU", tmaze=True).model_copy(update={"learning_starts": 10_000})
     for seed in (0, 1):
         env = make(jobs.TMAZE_ID, seed, length=2)
         out = recurrent_sac_discrete.train(env, p, 2 * 200, seed, eval_episodes=4)

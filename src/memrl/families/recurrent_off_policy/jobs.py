@@ -258,7 +258,7 @@ def grid(cfg: RecurrentOffPolicyParams) -> list[JobSpec]:
         algo = parse_method(method)[0]
         hp = {"SAC": cfg.sac, "SAC-prev": cfg.sac, "RPPO": cfg.rppo, "PPO": cfg.rppo}.get(
             algo
-        ) or cfg.agent_params(method)
+        ) or cfg.agent_params(method, tmaze=bool(length))
         n_eval = cfg.tmaze.eval_episodes if length else cfg.eval_episodes
         kw = {
             "env_id": env_id,

@@ -74,15 +74,18 @@ class RecurrentOffPolicyParams(StrictModel):
     tmaze: TMazeParams
     rsac: RecurrentParams
     rtd3: RecurrentParams
-    sacd: RecurrentParams
+    sacd: RecurrentParams  # the T-Maze agents
+    sacd_popgym: RecurrentParams  # SACD on the POPGym envs (the FFM reference's settings)
     sac: SACParams
     rppo: RecurrentPPOParams
     benchmark: dict[str, PosInt]  # FFM vs GRU timing: batch, steps, inputs, hidden, repeats
 
-    def agent_params(self, method: str) -> RecurrentParams:
-        """The hyperparameters of a recurrent method, its core and encoder sharing set."""
+    def agent_params(self, method: str, tmaze: bool = False) -> RecurrentParams:
+        """The hyperparameters of a recurrent method, its core and encoder sharing set
+        (SAC-discrete: ``sacd`` on the T-Maze, ``sacd_popgym`` elsewhere)."""
         algo, core, shared = parse_method(method)
-        block = {"RSAC": self.rsac, "RTD3": self.rtd3, "SACD": self.sacd}[algo]
+        sacd = self.sacd if tmaze else self.sacd_popgym
+        block = {"RSAC": self.rsac, "RTD3": self.rtd3, "SACD": sacd}[algo]
         return block.model_copy(update={"core": core, "shared_encoder": shared})
 
     @model_validator(mode="after")
