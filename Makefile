@@ -18,7 +18,7 @@ export TRANSFORMERS_OFFLINE := 1
 export DVC_NO_ANALYTICS := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install lock data profile repro test unit browser site plots nbval lint lab notebooks bench
+.PHONY: install lock data profile repro test unit browser llm-server site plots nbval lint lab notebooks bench
 
 # requirements.lock pins every version (constraints: the resolver has nothing left to search)
 CONSTRAINTS ?= -c requirements.lock
@@ -56,7 +56,16 @@ lint: install
 	$(BIN)/ruff check src tests benchmarks notebooks/*.py
 	$(BIN)/ruff format --check src tests benchmarks notebooks/*.py
 
-unit: data browser
+# llama-cpp-python's OpenAI-compatible server, for the LLM server backend's test against a
+# real server (tests/test_llm_server.py): built from source once per machine (pip keeps the
+# wheel); if it cannot be built here, that test says so and skips
+LLAMA_CPP := 'llama-cpp-python[server]==0.3.36'
+llm-server: install
+	@$(BIN)/python -c "import llama_cpp.server" 2>/dev/null || \
+		CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(BIN)/python -m pip install -q $(CONSTRAINTS) $(LLAMA_CPP) || \
+		echo "llm-server: llama-cpp-python could not be built; tests/test_llm_server.py will skip"
+
+unit: data browser llm-server
 	$(BIN)/python -m pytest -q tests
 
 # Debian's chromium for the results site's browser check (tests/test_site.py): installed

@@ -132,7 +132,7 @@ def test_repro_announces_the_cost_and_an_estimate_never_stops_it(monkeypatch, ca
     from memrl import estimate, pipeline
     from memrl.estimate import Prediction
 
-    def priced(family, profile, specs, workers, fresh=False):
+    def priced(family, profile, specs, workers, fresh=False, decision_seconds=None):
         return FamilyEstimate(family, workers, [Prediction(specs[0], 600.0, "group")])
 
     monkeypatch.setattr(estimate, "estimate_family", priced)
@@ -146,3 +146,27 @@ def test_repro_announces_the_cost_and_an_estimate_never_stops_it(monkeypatch, ca
     monkeypatch.setattr(estimate, "estimate_family", broken)
     pipeline._announce("smoke")
     assert "no cost estimate (RuntimeError: unreadable store)" in capsys.readouterr().out
+
+
+def test_a_served_llm_is_priced_by_recorded_decisions_times_measured_seconds(tmp_path):
+    """LLM jobs record their decisions; published timings keep decisions per cost; a profile
+    on a served model prices each such job as decisions x the seconds one decision took on
+    that server, measured when the estimate runs."""
+    from memrl.estimate import read_decision_rates, write_timings
+
+    store = RunStore(tmp_path / "runs")
+    llm = [spec(f"REMEMBERER rlem · run {r}", 10, r) for r in range(2)]
+    for s, n in zip(llm, (40, 60), strict=True):
+        store.save(s, {"llm": {"backend": "inprocess", "model": "m", "decisions": n}}, 30.0)
+    other = spec("no LLM · seed 0", 10, 9)
+    store.save(other, {"x": 1}, 5.0)
+    path = tmp_path / "timings.json"
+    write_timings(path, store.records([*llm, other]))
+    counts = read_decision_rates(path)
+    assert counts == {"REMEMBERER rlem": [5.0]}  # median of 4 and 6 decisions per cost
+    fresh = RunStore(tmp_path / "fresh")
+    cal = [("published", {"REMEMBERER rlem": [3.0], "no LLM": [0.5]})]
+    served, plain = predict([llm[0], other], fresh, cal, per_decision=(2.0, counts))
+    assert (served.basis, served.seconds) == ("server", 10 * 5.0 * 2.0)
+    assert (plain.basis, plain.seconds) == ("group, published", 5.0)
+    assert "1 by their recorded LLM decisions" in FamilyEstimate("f", 1, [served]).summary()

@@ -108,6 +108,7 @@ def _estimate(names: list[str], profile: str, sets: list[str], fresh: bool = Fal
     from memrl import families
     from memrl.config import ConfigError
     from memrl.estimate import estimate_families, render
+    from memrl.llm.server import ServerError
 
     try:
         fams = [families.get(n).name for n in names or families.NAMES]
@@ -115,7 +116,7 @@ def _estimate(names: list[str], profile: str, sets: list[str], fresh: bool = Fal
             raise ValueError("--set changes one family's parameters: name that family")
         configs = {f: family_params(f, profile, sets) for f in fams}
         out = estimate_families(profile, configs, fresh=fresh)
-    except (ValueError, ConfigError) as err:
+    except (ValueError, ConfigError, ServerError) as err:
         print(err, file=sys.stderr)
         return 2
     print(render(out, profile, fresh=fresh))
@@ -168,6 +169,7 @@ def _stage(a: argparse.Namespace) -> int:
     results unchanged); bad parameters or a missing model exit 2 with one message."""
     from memrl import pipeline, report, runs
     from memrl.config import ConfigError, check_profile
+    from memrl.llm.server import ServerError
 
     # DVC ignores SIGINT while a stage runs and its children inherit that: take it back
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -185,7 +187,8 @@ def _stage(a: argparse.Namespace) -> int:
             print(f"{a.family}: {runs.run_family(a.family, a.profile, executor=a.executor)}")
         else:
             print(f"wrote {pipeline.run_notebook(a.family, a.profile)}")
-    except (ConfigError, FileNotFoundError) as err:  # bad parameters, a missing model or data
+    except (ConfigError, FileNotFoundError, ServerError) as err:  # bad parameters, a missing
+        # model or data, an LLM server that cannot score
         print(f"memrl: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -89,6 +89,7 @@ class FamilyEstimate:
         head = f"{self.family}: {len(todo)} of {len(self.predictions)} jobs to run"
         unknown = sum(p.seconds is None for p in todo)
         rough = sum(p.basis == "family" for p in todo)
+        served = sum(p.basis == "server" for p in todo)
         published = sum(p.basis == f"group, {PUBLISHED}" for p in todo)
         other = sum(p.basis.startswith("group, ") for p in todo) - published
         source = "published timings"
@@ -102,6 +103,12 @@ class FamilyEstimate:
             )
             + (f"; {published} from the {source}" if 0 < published < len(todo) else "")
             + (f"; {other} from another profile's runs, whose sizes may differ" if other else "")
+            + (
+                f"; {served} by their recorded LLM decisions x the served model's measured "
+                "seconds per decision"
+                if served
+                else ""
+            )
             + (f"; {rough} roughly, from the family's median rate" if rough else "")
             + (f"; {unknown} not priced: no measured run" if unknown else "")
             + ")"
@@ -138,20 +145,40 @@ def rates(records: Iterable[dict[str, Any]]) -> dict[str, list[float]]:
     return out
 
 
+def decision_rates(records: Iterable[dict[str, Any]]) -> dict[str, list[float]]:
+    """LLM decisions per unit of declared cost, by job group, of the records whose result
+    says how many decisions the job made (``result["llm"]["decisions"]``)."""
+    out: dict[str, list[float]] = defaultdict(list)
+    for rec in records:
+        spec, used = rec.get("spec") or {}, (rec.get("result") or {}).get("llm") or {}
+        cost, label, n = spec.get("cost"), spec.get("label"), used.get("decisions")
+        if label and cost and cost > 0 and isinstance(n, int) and n > 0:
+            out[job_group(label)].append(n / float(cost))
+    return out
+
+
 def timings(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """A store's speed in the form kept in git: per job group, its jobs, their core-seconds
-    and the median seconds per unit of declared cost (what :func:`predict` prices from)."""
+    and the median seconds per unit of declared cost (what :func:`predict` prices from), and
+    for LLM jobs the median decisions per unit of cost (what a served model is priced by)."""
+    records = list(records)
     seconds: dict[str, float] = defaultdict(float)
     for rec in records:
         label = (rec.get("spec") or {}).get("label")
         if label and isinstance(rec.get("seconds"), int | float):
             seconds[job_group(label)] += float(rec["seconds"])
+    decisions = decision_rates(records)
     groups = {
         g: {
             "jobs": len(r),
             "core_seconds": round(seconds[g], 1),
             "seconds_per_cost": float(f"{statistics.median(r):.4g}"),
         }
+        | (
+            {"decisions_per_cost": float(f"{statistics.median(decisions[g]):.4g}")}
+            if decisions.get(g)
+            else {}
+        )
         for g, r in sorted(rates(records).items())
     }
     return {"groups": groups}
@@ -176,6 +203,19 @@ def read_timings(path: str | Path) -> dict[str, list[float]]:
         return {}
 
 
+def read_decision_rates(path: str | Path) -> dict[str, list[float]]:
+    """Published decisions per cost (:func:`timings`), as :func:`decision_rates` gives them."""
+    try:
+        groups = json.loads(Path(path).read_text())["groups"]
+        return {
+            g: [float(v["decisions_per_cost"])]
+            for g, v in groups.items()
+            if "decisions_per_cost" in v
+        }
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+
+
 def read_records(folder: str | Path) -> list[dict[str, Any]]:
     """Every readable run record in a store folder (stale ones too: their speed still counts)."""
     store, out = RunStore(folder), []
@@ -192,11 +232,15 @@ def predict(
     store: RunStore,
     calibration: Sequence[tuple[str, dict[str, list[float]]]],
     fresh: bool = False,
+    per_decision: tuple[float, dict[str, list[float]]] | None = None,
 ) -> list[Prediction]:
     """Each job's prediction: stored, or ``cost x`` its group's median seconds-per-cost from
     the first source in ``calibration`` (``(name, rates)``; name ``""`` for this profile)
     that has the group, else the family's median rate over every source. ``fresh``: as on
-    a fresh clone with no stored runs (a stored job costs its measured seconds)."""
+    a fresh clone with no stored runs (a stored job costs its measured seconds).
+    ``per_decision``: (seconds one LLM decision takes on a served model, decisions per cost
+    by group): a group that has both is priced as ``cost x decisions x seconds`` (the rest
+    of an LLM job, retrieval and updates, is not counted)."""
     every = [r for _, src in calibration for v in src.values() for r in v]
     family_rate = statistics.median(every) if every else None
     out = []
@@ -207,6 +251,11 @@ def predict(
             out.append(Prediction(spec, measured, "measured" if fresh else "stored"))
             continue
         group = job_group(spec.name)
+        if per_decision is not None and per_decision[1].get(group):
+            seconds, by_group = per_decision
+            n = statistics.median(by_group[group]) * spec.cost
+            out.append(Prediction(spec, n * seconds, "server"))
+            continue
         found = next(((name, src[group]) for name, src in calibration if src.get(group)), None)
         if found is not None:
             name, group_rates = found
@@ -220,10 +269,17 @@ def predict(
 
 
 def estimate_family(
-    family: str, profile: str, specs: Sequence[JobSpec], workers: int, fresh: bool = False
+    family: str,
+    profile: str,
+    specs: Sequence[JobSpec],
+    workers: int,
+    fresh: bool = False,
+    decision_seconds: float | None = None,
 ) -> FamilyEstimate:
     """Predictions for ``specs`` (the family's grid for ``profile``; see the module doc);
-    ``fresh``: every job, as a fresh clone's ``make repro`` would run them."""
+    ``fresh``: every job, as a fresh clone's ``make repro`` would run them;
+    ``decision_seconds``: one LLM decision's time on the served model the profile names,
+    measured now (its LLM jobs are then priced by their recorded decisions)."""
     from memrl import families
     from memrl.profiles import PROFILES
     from memrl.runtime import repo_root
@@ -243,7 +299,14 @@ def estimate_family(
         if p != profile:
             calibration += [(p, measured(p)), (f"{p}, {PUBLISHED}", published(p))]
     store = RunStore(root / fam.runs_dir(profile))
-    return FamilyEstimate(family, workers, predict(specs, store, calibration, fresh))
+    served = None
+    if decision_seconds is not None:
+        counts = decision_rates(read_records(root / fam.runs_dir(profile)))
+        for p in PROFILES:
+            for g, v in read_decision_rates(root / fam.timings_path(p)).items():
+                counts.setdefault(g, v)
+        served = (decision_seconds, counts)
+    return FamilyEstimate(family, workers, predict(specs, store, calibration, fresh, served))
 
 
 def estimate_families(
@@ -255,10 +318,15 @@ def estimate_families(
     from memrl.config import load_runtime
 
     workers = load_runtime().processes
-    return [
-        estimate_family(name, profile, families.get(name).grid(cfg), workers, fresh=fresh)
-        for name, cfg in configs.items()
-    ]
+    out = []
+    for name, cfg in configs.items():
+        fam = families.get(name)
+        timed = getattr(fam.module("jobs"), "decision_seconds", None)
+        seconds = timed(cfg) if timed is not None else None
+        out.append(
+            estimate_family(name, profile, fam.grid(cfg), workers, fresh, decision_seconds=seconds)
+        )
+    return out
 
 
 def _duration(seconds: float) -> str:

@@ -42,6 +42,7 @@ from memrl.config import (
     resolved,
 )
 from memrl.dvcfile import pipeline_file, results_root
+from memrl.llm.server import ServerError
 from memrl.runtime import atomic_write_text, publish, repo_root
 
 
@@ -158,7 +159,7 @@ def repro(profile: str, args: list[str]) -> int:
     try:
         check_profile(profile)
         preflight(profile)
-    except (ConfigError, FileNotFoundError) as err:
+    except (ConfigError, FileNotFoundError, ServerError) as err:
         print(f"memrl: {err}", file=sys.stderr)
         return 2
     _announce(profile)

@@ -15,7 +15,7 @@ import numpy as np
 from memrl.agents.rlem import EpisodeResult
 from memrl.envs.shop import ShopEnv, ShopTask
 from memrl.llm.embeddings import Embedder
-from memrl.llm.scoring import LLMScorer
+from memrl.llm.scoring import Scorer
 from memrl.memory.cases import Case, CaseBank
 
 PREFIX = (
@@ -34,7 +34,7 @@ class CaseAgent:
 
     def __init__(
         self,
-        scorer: LLMScorer,
+        scorer: Scorer,
         embedder: Embedder,
         bank: CaseBank | None,
         rng: np.random.Generator,

@@ -42,7 +42,7 @@ from torch import nn
 
 from memrl.envs.dialogue import Conversation, Question, Turn, exact_match, f1_score
 from memrl.llm.embeddings import cosine
-from memrl.llm.scoring import LLMScorer
+from memrl.llm.scoring import Scorer
 
 Embed = Callable[[Sequence[str]], np.ndarray]
 OPS = ("ADD", "NOOP", "UPDATE", "DELETE")
@@ -97,7 +97,7 @@ ANSWER_PREFIX = "Answer the question with the facts from the memories.\n\n"
 class AnswerAgent:
     """The frozen answer agent: retrieve ``k`` memories, pick the most likely candidate."""
 
-    def __init__(self, scorer: LLMScorer, k: int):
+    def __init__(self, scorer: Scorer, k: int):
         self.scorer, self.k = scorer, k
         self.cache: dict[tuple, str] = {}
         self.calls = 0  # LLM calls (cache misses)
@@ -176,7 +176,7 @@ class PromptedManager:
 
     name = "prompted"
 
-    def __init__(self, scorer: LLMScorer, k: int):
+    def __init__(self, scorer: Scorer, k: int):
         self.scorer, self.k = scorer, k
         self.calls = 0
 

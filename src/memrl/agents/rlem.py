@@ -22,7 +22,7 @@ import numpy as np
 
 from memrl.envs.shop import ShopEnv, ShopTask
 from memrl.llm.embeddings import Embedder
-from memrl.llm.scoring import LLMScorer
+from memrl.llm.scoring import Scorer
 from memrl.memory.experience import ExperienceMemory, Record, Step
 
 PREFIX = (
@@ -82,7 +82,7 @@ class RLEMAgent:
 
     def __init__(
         self,
-        scorer: LLMScorer,
+        scorer: Scorer,
         embedder: Embedder,
         memory: ExperienceMemory | None,
         mode: str,

@@ -27,6 +27,7 @@ from __future__ import annotations
 import copy
 from collections import OrderedDict
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch as th
@@ -34,11 +35,56 @@ import torch as th
 from memrl.llm.models import LoadedModel
 
 
-class LLMScorer:
+class Scorer:
+    """What the agents call: ``score`` the candidates (in-process here, or through a server:
+    :class:`memrl.llm.server.ServerScorer`) and ``choose`` one of them."""
+
+    backend = ""
+    model_name = ""
+    tokens_encoded = 0  # prompt tokens read by the model (a cost counter)
+    decisions = 0  # score calls
+
+    def usage(self) -> dict[str, Any]:
+        """Backend, model and the counters so far (a job records the change over its run)."""
+        return {
+            "backend": self.backend,
+            "model": self.model_name,
+            "decisions": self.decisions,
+            "tokens": self.tokens_encoded,
+        }
+
+    def score(
+        self, prefix: str, prompt: str, candidates: Sequence[str], context: str = ""
+    ) -> np.ndarray:
+        """Mean token log-probability of each candidate after ``prefix + context + prompt``."""
+        raise NotImplementedError
+
+    def choose(
+        self,
+        prefix: str,
+        prompt: str,
+        candidates: Sequence[str],
+        temperature: float,
+        rng: np.random.Generator,
+        context: str = "",
+    ) -> int:
+        """Index of the chosen candidate: a softmax sample at ``temperature`` (0: argmax)."""
+        s = self.score(prefix, prompt, candidates, context)
+        if temperature <= 0:
+            return int(np.argmax(s))
+        z = (s - s.max()) / temperature
+        p = np.exp(z) / np.exp(z).sum()
+        return int(rng.choice(len(s), p=p))
+
+
+class LLMScorer(Scorer):
     """Score candidate continuations of ``prefix + prompt`` with a loaded causal LM."""
+
+    backend = "inprocess"
 
     def __init__(self, loaded: LoadedModel, context_cache: int = 4):
         self.model, self.tok, self.device = loaded.model, loaded.tokenizer, loaded.device
+        self.model_name = loaded.name
         self._prefix: tuple[str, int, object, th.Tensor] | None = None
         self._contexts: OrderedDict[tuple[str, str], tuple[int, object, th.Tensor]] = OrderedDict()
         self.context_cache = context_cache
@@ -92,6 +138,7 @@ class LLMScorer:
         """
         if not candidates:
             raise ValueError("no candidate actions to score")
+        self.decisions += 1
         n_pre, cache, last = self._cached(prefix, context)
         p_ids = self._ids(prompt)
         c_ids = [self._ids(c) for c in candidates]
@@ -135,20 +182,3 @@ class LLMScorer:
             extra = cache.get_seq_length() - n_pre
             if extra > 0:
                 cache.crop(-extra)  # transformers 5: a negative count removes tokens
-
-    def choose(
-        self,
-        prefix: str,
-        prompt: str,
-        candidates: Sequence[str],
-        temperature: float,
-        rng: np.random.Generator,
-        context: str = "",
-    ) -> int:
-        """Index of the chosen candidate: a softmax sample at ``temperature`` (0: argmax)."""
-        s = self.score(prefix, prompt, candidates, context)
-        if temperature <= 0:
-            return int(np.argmax(s))
-        z = (s - s.max()) / temperature
-        p = np.exp(z) / np.exp(z).sum()
-        return int(rng.choice(len(s), p=p))

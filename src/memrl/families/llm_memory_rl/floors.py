@@ -84,12 +84,13 @@ def no_memory_answers(llm: dict, dialogue_data: dict, memory_r1: dict) -> dict[s
     from memrl.agents import memory_r1 as mr1
     from memrl.envs.dialogue import exact_match, f1_score, load_dialogues
     from memrl.families.llm_memory_rl.jobs import _embedder, _scorer
+    from memrl.families.llm_memory_rl.params import LLMParams
     from memrl.runtime import repo_root, seed_everything
 
     seed_everything(0)
     splits = load_dialogues(repo_root() / dialogue_data["path"])
     test = splits["test"][: memory_r1["test_conversations"]]
-    scorer = _scorer(llm["model"], llm["device"], llm["dtype"])
+    scorer = _scorer(LLMParams(**llm))
     answerer = mr1.AnswerAgent(scorer, memory_r1["answer_k"])
     empty = mr1.MemoryBank(_embedder(llm["embedder"]).embed)
     preds = [(answerer.answer(empty, q), q.answer) for c in test for q in c.questions]

@@ -56,12 +56,32 @@ BlockT = TypeVar("BlockT")
 
 # =========================================================================== resources
 @lru_cache(maxsize=1)
-def _scorer(model: str, device: str, dtype: str):
-    """One scorer per worker process (the model loads once and serves every job)."""
+def _loaded_scorer(model: str, device: str, dtype: str):
+    """One in-process scorer per worker process (the model loads once, serves every job)."""
     from memrl.llm.models import load_model
     from memrl.llm.scoring import LLMScorer
 
     return LLMScorer(load_model(model, device, dtype=dtype))
+
+
+def _scorer(llm: LLMParams):
+    """The scorer ``llm.backend`` names: the model in this process, or the server at
+    ``llm.url`` (:mod:`memrl.llm.server`); the agents cannot tell them apart."""
+    if llm.backend == "server":
+        from memrl.llm.server import ServerScorer
+
+        return ServerScorer(llm.url or "", llm.model, llm.timeout, llm.retries)
+    return _loaded_scorer(llm)
+
+
+def _used(scorer, before: dict[str, Any]) -> dict[str, Any]:
+    """The LLM a job used: backend, model, and the decisions and prompt tokens it cost."""
+    now = scorer.usage()
+    return {
+        **now,
+        "decisions": now["decisions"] - before["decisions"],
+        "tokens": now["tokens"] - before["tokens"],
+    }
 
 
 @lru_cache(maxsize=1)
@@ -119,7 +139,7 @@ def _setup(llm: LLMParams, shop: ShopEnvParams, shop_data: ShopDataParams, run: 
     rng = np.random.default_rng(np.random.SeedSequence([run, salt]))
     products, splits = load_tasks(shop_data)
     env = ShopEnv(products, shop.max_steps, shop.n_results)
-    return rng, splits, env, _scorer(llm.model, llm.device, llm.dtype), _embedder(llm.embedder)
+    return rng, splits, env, _scorer(llm), _embedder(llm.embedder)
 
 
 # =========================================================================== one run
@@ -134,7 +154,7 @@ def rlem_job(llm: dict, shop: dict, shop_data: dict, rlem: dict, condition: str,
     init_id, train_set = run % 2, TRAIN_SETS[(run // 2) % 2]
     half = len(splits["init"]) // 2
     init_tasks = splits["init"][init_id * half : (init_id + 1) * half]
-    tok0 = scorer.tokens_encoded
+    before = scorer.usage()
     memory = None
     if condition != "llm":
         memory = initial_memory(rl, env, init_tasks, condition != "rlem_no_bootstrap")
@@ -183,7 +203,8 @@ def rlem_job(llm: dict, shop: dict, shop_data: dict, rlem: dict, condition: str,
         "checkpoint_score": [float(np.mean([r.reward for r in t])) for t in checks],
         "memory_records": len(memory) if memory is not None else 0,
         "decisions": agent.decisions,
-        "tokens": scorer.tokens_encoded - tok0,
+        "tokens": scorer.tokens_encoded - before["tokens"],
+        "llm": _used(scorer, before),
         "files": files,
     }
 
@@ -199,7 +220,7 @@ def agentfly_job(
     llm, hp = _typed(LLMParams, llm), _typed(AgentFlyParams, agentfly)
     shop, shop_data = _typed(ShopEnvParams, shop), _typed(ShopDataParams, shop_data)
     rng, splits, env, scorer, embedder = _setup(llm, shop, shop_data, run, salt=11)
-    tok0 = scorer.tokens_encoded
+    before = scorer.usage()
     bank = None
     if condition != "none":
         bank = CaseBank(condition, hp.k, hp.q_learning_rate, hp.q_epochs, seed=run)
@@ -235,7 +256,8 @@ def agentfly_job(
         "best_score": best_so_far,
         "cases": len(bank) if bank is not None else 0,
         "decisions": agent.decisions,
-        "tokens": scorer.tokens_encoded - tok0,
+        "tokens": scorer.tokens_encoded - before["tokens"],
+        "llm": _used(scorer, before),
         "files": files,
     }
 
@@ -255,8 +277,8 @@ def memory_r1_job(
     llm, hp = _typed(LLMParams, llm), _typed(MemoryR1Params, memory_r1)
     splits = load_dialogues(_typed(DialogueDataParams, dialogue_data))
     test = splits["test"][: hp.test_conversations]
-    scorer, embedder = _scorer(llm.model, llm.device, llm.dtype), _embedder(llm.embedder)
-    tok0 = scorer.tokens_encoded
+    scorer, embedder = _scorer(llm), _embedder(llm.embedder)
+    before = scorer.usage()
     answerer = mr1.AnswerAgent(scorer, hp.answer_k)
     history: list[dict] = []
     checks: list[tuple[float, list[dict]]] = []
@@ -310,7 +332,8 @@ def memory_r1_job(
         "memories": float(q.groupby("conversation").memories.first().mean()),
         "answer_calls_train": train_calls,
         "answer_calls_test": answerer.calls - train_calls,
-        "tokens": scorer.tokens_encoded - tok0,
+        "tokens": scorer.tokens_encoded - before["tokens"],
+        "llm": _used(scorer, before),
         "files": files,
     }
 
@@ -337,9 +360,34 @@ def preflight(cfg: LLMMemoryRLParams) -> None:
     """Fail before any job starts if the model or the data is missing (and convert once)."""
     from memrl.llm.models import ensure_model
 
-    ensure_model(cfg.llm.model)
+    if cfg.llm.backend == "server":
+        _scorer(cfg.llm).check()  # one tiny request: down, wrong URL or no echo fail here
+    else:
+        ensure_model(cfg.llm.model)
     load_tasks(cfg.shop_data)
     load_dialogues(cfg.dialogue_data)
+
+
+def decision_seconds(cfg: LLMMemoryRLParams, repeats: int = 3) -> float | None:
+    """With ``llm.backend: server``, the seconds one decision takes on the served model,
+    timed now on a shop decision of the family's usual size (instructions, two exemplars'
+    worth of context, a page, six candidate actions); ``None`` in-process (the published
+    timings price it). What ``python -m memrl estimate`` prices a served profile with."""
+    if cfg.llm.backend != "server":
+        return None
+    import time
+
+    from memrl.agents.rlem import PREFIX
+
+    scorer = _scorer(cfg.llm)
+    page = "Instruction: i need a vegan shampoo in 8 oz, price lower than 20 dollars\n" * 4
+    context = "Example episode: search[vegan shampoo] -> click[item] -> buy now\n" * 12
+    actions = [" search[vegan shampoo]", " click[B0]", " click[B1]", " next >", " back", " buy"]
+    scorer.score(PREFIX, page, actions, context)  # a server's first request may warm it up
+    start = time.perf_counter()
+    for i in range(repeats):
+        scorer.score(PREFIX, f"{page}Step {i}\nAction:", actions, context)
+    return (time.perf_counter() - start) / repeats
 
 
 def grid(cfg: LLMMemoryRLParams) -> list[JobSpec]:

@@ -11,19 +11,34 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from memrl.schema import NonNegInt, PosInt, StrictModel
+from memrl.schema import NonNegInt, PosFloat, PosInt, StrictModel
 
 RLEM_CONDITIONS = ("llm", "static", "rlem", "rlem_no_bootstrap", "rlem_no_discouraged")
 
 
 class LLMParams(StrictModel):
-    """The frozen LLM and the retrieval encoder."""
+    """The frozen LLM (in this process, or behind a server) and the retrieval encoder."""
 
-    model: str = Field(min_length=1)  # smollm2 | tiny-random | local folder | HF id in the cache
+    # inprocess: smollm2 | tiny-random | local folder | HF id in the cache;
+    # server: the model name the server serves
+    model: str = Field(min_length=1)
     device: str = "auto"
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"  # weights' dtype once loaded
     temperature: Annotated[float, Field(ge=0)]  # softmax over candidate log-likelihoods
     embedder: Literal["minilm", "hashing"]
+    backend: Literal["inprocess", "server"] = "inprocess"  # server: memrl.llm.server
+    url: str | None = None  # server: its base URL, e.g. http://127.0.0.1:8080
+    timeout: PosFloat = 60.0  # server: seconds per request
+    retries: NonNegInt = 2  # server: further tries when it is down or too slow
+
+    @model_validator(mode="after")
+    def _server(self) -> LLMParams:
+        if self.backend == "server" and not (self.url or "").startswith(("http://", "https://")):
+            raise ValueError(
+                "llm.backend: server needs llm.url, the server's base URL "
+                f"(http://host:port), got {self.url!r}"
+            )
+        return self
 
 
 class ShopDataParams(StrictModel):

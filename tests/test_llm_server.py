@@ -1,0 +1,235 @@
+"""The LLM server backend (:mod:`memrl.llm.server`).
+
+Against a real server: llama-cpp-python's OpenAI-compatible server on the SmolLM2 GGUF the
+project installs (``make test`` builds it once per machine; without it these tests say why
+they skip). REMEMBERER decisions and Memory-R1 operations recorded from the agents' own code
+are scored through it and in-process, and must choose alike.
+
+Faults: a server that is down, too slow, at a wrong URL or answering malformed JSON each
+give one :class:`ServerError` naming the URL, within the configured timeout (the faulty
+servers here are small local HTTP servers that misbehave on purpose).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pytest
+import torch as th
+
+from memrl.config import ConfigError, load_family
+from memrl.llm.scoring import LLMScorer, Scorer
+from memrl.llm.server import ServerError, ServerScorer
+
+BOS = "<|im_start|>"  # SmolLM2's BOS token, which the server is told to prepend
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# =========================================================================== faults
+class _Faulty(BaseHTTPRequestHandler):
+    mode = "json"
+
+    def do_POST(self):  # noqa: N802 (http.server's name)
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        if self.mode == "slow":
+            time.sleep(2.0)
+        if self.mode == "missing":
+            self.send_error(404, "Not Found")
+            return
+        body = b"<html>not json</html>" if self.mode == "garbage" else b'{"choices": []}'
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def faulty():
+    """A local HTTP server whose behaviour the test sets: ``faulty(mode) -> url``."""
+    servers = []
+
+    def start(mode: str) -> str:
+        handler = type("Handler", (_Faulty,), {"mode": mode})
+        srv = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        servers.append(srv)
+        return f"http://127.0.0.1:{srv.server_address[1]}"
+
+    yield start
+    for srv in servers:
+        srv.shutdown()
+        srv.server_close()
+
+
+def _fails_within(scorer: ServerScorer, seconds: float, *words: str) -> str:
+    start = time.monotonic()
+    with pytest.raises(ServerError) as err:
+        scorer.check()
+    assert time.monotonic() - start < seconds
+    msg = str(err.value)
+    assert scorer.endpoint in msg and "\n" not in msg
+    for w in words:
+        assert w in msg
+    return msg
+
+
+def test_a_down_server_fails_once_naming_the_url():
+    url = f"http://127.0.0.1:{_free_port()}"  # nothing listens there
+    _fails_within(ServerScorer(url, "m", timeout=1.0, retries=1), 5.0, "did not answer", "2 tries")
+
+
+def test_a_slow_server_fails_within_the_timeout(faulty):
+    scorer = ServerScorer(faulty("slow"), "m", timeout=0.3, retries=1)
+    _fails_within(scorer, 1.9, "did not answer", "0.3 s")
+
+
+def test_a_wrong_url_and_malformed_replies_fail_with_what_was_expected(faulty):
+    _fails_within(ServerScorer(faulty("missing"), "m", timeout=2), 2.0, "HTTP 404", "llm.url")
+    _fails_within(ServerScorer(faulty("garbage"), "m", timeout=2), 2.0, "not JSON")
+    _fails_within(ServerScorer(faulty("json"), "m", timeout=2), 2.0, "no prompt log-prob")
+
+
+def test_server_params_are_checked_before_any_run(tmp_path):
+    with pytest.raises(ConfigError, match="llm.url"):
+        load_family("llm_memory_rl", "smoke", overrides={"llm": {"backend": "server"}})
+    from memrl.families.llm_memory_rl.jobs import preflight
+
+    down = {"llm": {"backend": "server", "url": f"http://127.0.0.1:{_free_port()}"}}
+    cfg = load_family("llm_memory_rl", "smoke", overrides=down)
+    cfg = cfg.model_copy(update={"llm": cfg.llm.model_copy(update={"retries": 0})})
+    with pytest.raises(ServerError, match="did not answer"):
+        preflight(cfg)
+
+
+# =========================================================================== a real server
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """llama-cpp-python's server on SmolLM2 (BOS prepended, see memrl.llm.server), stopped
+    with the module's tests."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("llama-cpp-python is not installed: `make test` builds it (make llm-server)")
+    from memrl.llm.models import smollm2_gguf
+
+    port = _free_port()
+    config = tmp_path_factory.mktemp("llm-server") / "config.json"
+    config.write_text(
+        json.dumps(
+            {
+                "host": "127.0.0.1",
+                "port": port,
+                "models": [
+                    {
+                        "model": str(smollm2_gguf()),
+                        "model_alias": "smollm2",
+                        "n_ctx": 4096,
+                        "n_threads": 2,
+                        "n_threads_batch": 2,
+                        "logits_all": True,
+                        "kv_overrides": ["tokenizer.ggml.add_bos_token=bool:true"],
+                        "verbose": False,
+                    }
+                ],
+            }
+        )
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "llama_cpp.server", "--config_file", str(config)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                urllib.request.urlopen(url + "/v1/models", timeout=2).read()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    err = proc.stderr.read().decode()[-2000:] if proc.poll() is not None else ""
+                    pytest.fail(f"llama-cpp-python's server did not start: {err}")
+                time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+class _Recorder(Scorer):
+    """Scores with ``inner`` and keeps every decision's arguments."""
+
+    def __init__(self, inner: Scorer):
+        self.inner, self.calls = inner, []
+
+    def score(self, prefix: str, prompt: str, candidates: Sequence[str], context: str = ""):
+        self.calls.append((prefix, prompt, list(candidates), context))
+        return self.inner.score(prefix, prompt, candidates, context)
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    from memrl.llm.models import load_model
+
+    th.set_num_threads(2)
+    return LLMScorer(load_model("smollm2"))
+
+
+@pytest.fixture(scope="module")
+def decisions(smollm2):
+    """A fixed set of decisions, recorded from the agents' own code: REMEMBERER acting in
+    the shop (its first test task) and Memory-R1's prompted manager choosing operations."""
+    from memrl.agents import memory_r1 as mr1
+    from memrl.agents.rlem import RLEMAgent
+    from memrl.envs.dialogue import load_dialogues
+    from memrl.envs.shop import ShopEnv, load_shop
+    from memrl.llm.embeddings import Embedder
+    from memrl.runtime import repo_root
+
+    rec = _Recorder(smollm2)
+    products, splits = load_shop(repo_root() / "data" / "shop")
+    agent = RLEMAgent(rec, Embedder("hashing"), None, "llm", np.random.default_rng(0))
+    agent.run_episode(ShopEnv(products, max_steps=3), splits["test"][0], learn=False)
+    conv = load_dialogues(repo_root() / "data" / "dialogues")["test"][0]
+    manager, bank = mr1.PromptedManager(rec, k=2), mr1.MemoryBank(Embedder("hashing").embed)
+    for turn in conv.turns[:6]:
+        bank = bank.apply(manager.decide(bank, turn.fact), turn.fact)
+    assert len(rec.calls) >= 8
+    return rec.calls
+
+
+def test_the_server_backend_chooses_as_the_in_process_one(server, smollm2, decisions):
+    """Same decisions, same choices; and the same numbers when both read the same tokens
+    (in-process given the BOS the server prepends): the verdict code cannot tell them apart."""
+    remote = ServerScorer(server, "smollm2", timeout=120, retries=0)
+    same, close = [], []
+    for prefix, prompt, cands, context in decisions:
+        ours = smollm2.score(prefix, prompt, cands, context)
+        with_bos = smollm2.score(BOS + prefix, prompt, cands, context)
+        theirs = remote.score(prefix, prompt, cands, context)
+        same.append(int(np.argmax(ours)) == int(np.argmax(theirs)))
+        close.append(float(np.max(np.abs(with_bos - theirs))))
+    assert all(same), f"choices differ in {same.count(False)} of {len(same)} decisions"
+    assert max(close) < 0.1, close  # Q4_1 kernels vs the dequantised fp32 weights
+    assert remote.usage()["decisions"] == len(decisions) and remote.tokens_encoded > 0
