@@ -59,10 +59,9 @@ lint: install
 # llama-cpp-python's OpenAI-compatible server, for the LLM server backend's test against a
 # real server (tests/test_llm_server.py): built from source once per machine (pip keeps the
 # wheel); if it cannot be built here, that test says so and skips
-LLAMA_CPP := 'llama-cpp-python[server]==0.3.36'
 llm-server: install
 	@$(BIN)/python -c "import llama_cpp.server" 2>/dev/null || \
-		CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(BIN)/python -m pip install -q $(CONSTRAINTS) $(LLAMA_CPP) || \
+		CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(BIN)/python -m pip install -q $(CONSTRAINTS) -e '.[server]' || \
 		echo "llm-server: llama-cpp-python could not be built; tests/test_llm_server.py will skip"
 
 unit: data browser llm-server

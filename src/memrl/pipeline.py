@@ -42,7 +42,6 @@ from memrl.config import (
     resolved,
 )
 from memrl.dvcfile import pipeline_file, results_root
-from memrl.llm.server import ServerError
 from memrl.runtime import atomic_write_text, publish, repo_root
 
 
@@ -156,6 +155,8 @@ def repro(profile: str, args: list[str]) -> int:
     ``dvc repro`` its pipeline with ``args``, in its own process group; SIGINT or SIGTERM stop
     its stages (and their workers) cleanly, then anything left in the group after 30 s. An
     invalid profile fails here, before DVC starts any stage or deletes anything."""
+    from memrl.llm.server import ServerError  # here: the notebook stages never need it
+
     try:
         check_profile(profile)
         preflight(profile)

@@ -180,6 +180,12 @@ LLM_8 = Claim(
 )
 
 
+def _model(cfg: LLMMemoryRLParams) -> str:
+    """The LLM the runs used, as the deviations name it (the served model's URL included)."""
+    llm = cfg.llm
+    return llm.model + (f" served at {llm.url}" if llm.backend == "server" else "")
+
+
 # =========================================================================== REMEMBERER
 def _rlem_budget(cfg: LLMMemoryRLParams) -> str:
     hp = cfg.rlem
@@ -192,7 +198,7 @@ def _rlem_budget(cfg: LLMMemoryRLParams) -> str:
 def _rlem_deviations(cfg: LLMMemoryRLParams) -> list[str]:
     hp = cfg.rlem
     return [
-        f"LLM: {cfg.llm.model} scoring admissible actions by mean token log-likelihood, sampled "
+        f"LLM: {_model(cfg)} scoring admissible actions by mean token log-likelihood, sampled "
         f"at temperature {cfg.llm.temperature:g} (paper: text-davinci-003 generating the action, "
         "temperature 0.1)",
         "environment: a generated WebShop-like shop (WebShop is not installable offline); "
@@ -356,7 +362,7 @@ def _fly_budget(cfg: LLMMemoryRLParams) -> str:
 
 def _fly_deviations(cfg: LLMMemoryRLParams) -> list[str]:
     return [
-        f"LLM: {cfg.llm.model} scoring admissible shop actions (paper: GPT-4.1 planner with "
+        f"LLM: {_model(cfg)} scoring admissible shop actions (paper: GPT-4.1 planner with "
         "o4-mini / o3 executors on research tasks)",
         "cases: the shop episode's instruction, action sequence and outcome; the bank starts "
         f"with the {cfg.shop_data.n_init} annotated init cases",
@@ -443,7 +449,7 @@ def _mr1_deviations(cfg: LLMMemoryRLParams) -> list[str]:
     return [
         f"manager: an MLP head ({hp.hidden} units) on frozen MiniLM embeddings of the fact and "
         f"its {hp.related_k} most related memories (paper: LLaMA-3.1-8B / Qwen-2.5-7B fine-tuned)",
-        f"answer agent: {cfg.llm.model} choosing among candidate answers by log-likelihood from "
+        f"answer agent: {_model(cfg)} choosing among candidate answers by log-likelihood from "
         f"the top {hp.answer_k} memories (paper: the LLM generates from 60 retrieved memories "
         "after distilling them)",
         "data: generated LoCoMo-like dialogues (facts introduced, changed, retracted, restated; "
@@ -496,7 +502,7 @@ def _memory_r1(cfg: LLMMemoryRLParams, runs: Runs, claim: Claim, metric: str, fl
     ]
     left_out = (
         [
-            f"prompted LLM left out of the comparisons: {cfg.llm.model} picks the operation "
+            f"prompted LLM left out of the comparisons: {_model(cfg)} picks the operation "
             f"the turn calls for on {fit[prompted]:.0%} of test turns (a stand-in for the "
             f"untrained LLM manager needs >= {MIN_OPERATION_FIT:.0%})"
         ]
