@@ -366,3 +366,24 @@ def test_expert_demonstrations_succeed_on_at_least_95_percent_of_tasks(shop):
     products, splits = shop
     tasks = [t for split in splits.values() for t in split]
     assert expert_successes(ShopEnv(products, max_steps=8), tasks) >= 0.95 * len(tasks)
+
+
+def test_every_job_function_runs_its_smoke_job():
+    """One smoke job per job function of the family (REMEMBERER, AgentFly, Memory-R1, and
+    the floors), run in this process on the tiny random LLM: each returns its row, and the
+    LLM ones say which backend and model scored and how many decisions they made."""
+    from memrl import families
+    from memrl.jobs import resolve
+
+    specs = families.get("llm_memory_rl").grid(load_family("llm_memory_rl", "smoke"))
+    first = {}
+    for s in specs:
+        first.setdefault(s.fn, s)
+    assert len(first) >= 4, sorted(first)
+    for spec in first.values():
+        row = resolve(spec.fn)(**spec.kwargs)
+        assert isinstance(row, dict) and row, spec.name
+        if "llm" in row:
+            used = row["llm"]
+            assert used["backend"] == "inprocess" and used["model"] == "tiny-random", spec.name
+            assert used["decisions"] > 0 and used["tokens"] > 0, spec.name

@@ -71,7 +71,7 @@ def _scorer(llm: LLMParams):
         from memrl.llm.server import ServerScorer
 
         return ServerScorer(llm.url or "", llm.model, llm.timeout, llm.retries)
-    return _loaded_scorer(llm)
+    return _loaded_scorer(llm.model, llm.device, llm.dtype)
 
 
 def _used(scorer, before: dict[str, Any]) -> dict[str, Any]:
