@@ -68,6 +68,7 @@ class FamilyEstimate:
     family: str
     workers: int
     predictions: list[Prediction] = field(default_factory=list)
+    note: str = ""  # said after the summary line (e.g. how a served model was priced)
 
     @property
     def todo(self) -> list[Prediction]:
@@ -112,6 +113,7 @@ class FamilyEstimate:
             + (f"; {rough} roughly, from the family's median rate" if rough else "")
             + (f"; {unknown} not priced: no measured run" if unknown else "")
             + ")"
+            + (f"; {self.note}" if self.note else "")
         )
 
     def groups(self) -> list[tuple[str, int, float]]:
@@ -299,14 +301,20 @@ def estimate_family(
         if p != profile:
             calibration += [(p, measured(p)), (f"{p}, {PUBLISHED}", published(p))]
     store = RunStore(root / fam.runs_dir(profile))
-    served = None
+    served, note = None, ""
     if decision_seconds is not None:
         counts = decision_rates(read_records(root / fam.runs_dir(profile)))
         for p in PROFILES:
             for g, v in read_decision_rates(root / fam.timings_path(p)).items():
                 counts.setdefault(g, v)
         served = (decision_seconds, counts)
-    return FamilyEstimate(family, workers, predict(specs, store, calibration, fresh, served))
+        note = f"served model: {decision_seconds:.2f} s per decision, measured now" + (
+            ""
+            if counts
+            else "; no run records its decisions yet, so its jobs are priced as in-process"
+        )
+    preds = predict(specs, store, calibration, fresh, served)
+    return FamilyEstimate(family, workers, preds, note)
 
 
 def estimate_families(
