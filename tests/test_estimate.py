@@ -152,7 +152,7 @@ def test_a_served_llm_is_priced_by_recorded_decisions_times_measured_seconds(tmp
     """LLM jobs record their decisions; published timings keep decisions per cost; a profile
     on a served model prices each such job as decisions x the seconds one decision took on
     that server, measured when the estimate runs."""
-    from memrl.estimate import read_decision_rates, write_timings
+    from memrl.estimate import read_timings, write_timings
 
     store = RunStore(tmp_path / "runs")
     llm = [spec(f"REMEMBERER rlem · run {r}", 10, r) for r in range(2)]
@@ -162,7 +162,7 @@ def test_a_served_llm_is_priced_by_recorded_decisions_times_measured_seconds(tmp
     store.save(other, {"x": 1}, 5.0)
     path = tmp_path / "timings.json"
     write_timings(path, store.records([*llm, other]))
-    counts = read_decision_rates(path)
+    counts = read_timings(path, "decisions_per_cost")
     assert counts == {"REMEMBERER rlem": [5.0]}  # median of 4 and 6 decisions per cost
     fresh = RunStore(tmp_path / "fresh")
     cal = [("published", {"REMEMBERER rlem": [3.0], "no LLM": [0.5]})]

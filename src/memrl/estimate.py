@@ -195,25 +195,14 @@ def write_timings(path: str | Path, records: Sequence[dict[str, Any]]) -> None:
     )
 
 
-def read_timings(path: str | Path) -> dict[str, list[float]]:
-    """Published rates (:func:`write_timings`) as :func:`rates` gives them; ``{}`` when the
-    file is missing or unreadable (the estimate then falls back, it never fails)."""
+def read_timings(path: str | Path, field: str = "seconds_per_cost") -> dict[str, list[float]]:
+    """Published rates (:func:`write_timings`) as :func:`rates` gives them (``field``:
+    ``"decisions_per_cost"`` as :func:`decision_rates` gives them, for the groups that have
+    it); ``{}`` when the file is missing or unreadable (the estimate then falls back, it
+    never fails)."""
     try:
         groups = json.loads(Path(path).read_text())["groups"]
-        return {g: [float(v["seconds_per_cost"])] for g, v in groups.items()}
-    except (OSError, ValueError, KeyError, TypeError):
-        return {}
-
-
-def read_decision_rates(path: str | Path) -> dict[str, list[float]]:
-    """Published decisions per cost (:func:`timings`), as :func:`decision_rates` gives them."""
-    try:
-        groups = json.loads(Path(path).read_text())["groups"]
-        return {
-            g: [float(v["decisions_per_cost"])]
-            for g, v in groups.items()
-            if "decisions_per_cost" in v
-        }
+        return {g: [float(v[field])] for g, v in groups.items() if field in v}
     except (OSError, ValueError, KeyError, TypeError):
         return {}
 
@@ -290,22 +279,21 @@ def estimate_family(
 
     fam = families.get(family)
 
-    def measured(p: str) -> dict[str, list[float]]:
-        return rates(read_records(root / fam.runs_dir(p)))
+    records = {p: read_records(root / fam.runs_dir(p)) for p in PROFILES}
 
-    def published(p: str) -> dict[str, list[float]]:
-        return read_timings(root / fam.timings_path(p))
+    def published(p: str, field: str = "seconds_per_cost") -> dict[str, list[float]]:
+        return read_timings(root / fam.timings_path(p), field)
 
-    calibration = [("", measured(profile)), (PUBLISHED, published(profile))]
+    calibration = [("", rates(records[profile])), (PUBLISHED, published(profile))]
     for p in PROFILES:
         if p != profile:
-            calibration += [(p, measured(p)), (f"{p}, {PUBLISHED}", published(p))]
+            calibration += [(p, rates(records[p])), (f"{p}, {PUBLISHED}", published(p))]
     store = RunStore(root / fam.runs_dir(profile))
     served, note = None, ""
     if decision_seconds is not None:
-        counts = decision_rates(read_records(root / fam.runs_dir(profile)))
+        counts = decision_rates(records[profile])
         for p in PROFILES:
-            for g, v in read_decision_rates(root / fam.timings_path(p)).items():
+            for g, v in published(p, "decisions_per_cost").items():
                 counts.setdefault(g, v)
         served = (decision_seconds, counts)
         note = f"served model: {decision_seconds:.2f} s per decision, measured now" + (
