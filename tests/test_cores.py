@@ -1,7 +1,7 @@
 import pytest
 import torch as th
 
-from memrl.memory.cores import FFMCore, make_core
+from memrl.memory.cores import FFMCore, hippo_diagonal, linear_scan, make_core
 
 
 def _step_through(core, x, state):
@@ -12,7 +12,7 @@ def _step_through(core, x, state):
     return th.stack(ys, 1), state
 
 
-@pytest.mark.parametrize("kind", ["gru", "lstm", "ffm", "window"])
+@pytest.mark.parametrize("kind", ["gru", "lstm", "ffm", "window", "s5"])
 def test_sequence_mode_equals_step_mode(kind):
     th.manual_seed(0)
     core = make_core(kind, 5, 16)
@@ -68,3 +68,47 @@ def test_window_core_sees_exactly_its_context():
 def test_window_core_rejects_bad_context():
     with pytest.raises(ValueError, match="context"):
         make_core("window", 3, 8, context=0)
+
+
+def test_linear_scan_matches_the_recurrence():
+    th.manual_seed(0)
+    a, b = th.rand(2, 37, 3, dtype=th.complex64), th.randn(2, 37, 3, dtype=th.complex64)
+    x, xs = th.zeros(2, 3, dtype=th.complex64), []
+    for t in range(37):
+        x = a[:, t] * x + b[:, t]
+        xs.append(x)
+    th.testing.assert_close(linear_scan(a, b), th.stack(xs, 1))
+
+
+def test_s5_resets_inside_the_scan_start_a_fresh_episode():
+    """popjaxrl's modification of S5: a reset flag in the scan = a new episode from state 0,
+    with everything before it unchanged."""
+    th.manual_seed(0)
+    core = make_core("s5", 5, 16, layers=2)
+    x = th.randn(3, 90, 5)
+    resets = th.zeros(3, 90)
+    resets[0, 40] = resets[2, 7] = 1
+    y, _ = core(x, core.initial_state(3), resets)
+    y_plain, _ = core(x, core.initial_state(3))
+    th.testing.assert_close(y[1], y_plain[1])  # no reset in row 1
+    th.testing.assert_close(y[0, :40], y_plain[0, :40])
+    th.testing.assert_close(y[0, 40:], core(x[:1, 40:], core.initial_state(1))[0][0])
+    th.testing.assert_close(y[2, 7:], core(x[2:, 7:], core.initial_state(1))[0][0])
+    # step mode takes the same flag
+    state, ys = core.initial_state(3), []
+    for t in range(90):
+        out, state = core.step(x[:, t], state, resets[:, t])
+        ys.append(out)
+    th.testing.assert_close(th.stack(ys, 1), y, rtol=1e-4, atol=1e-4)
+
+
+def test_s5_starts_from_hippo_n_and_stays_stable():
+    lam, v = hippo_diagonal(8)
+    th.testing.assert_close(lam.real, th.full((8,), -0.5))  # the normal part's eigenvalues
+    assert th.allclose(lam.imag, -lam.imag.flip(0), atol=1e-4)  # in conjugate pairs
+    th.testing.assert_close(v.conj().T @ v, th.eye(8, dtype=th.complex64), atol=1e-5, rtol=0)
+    core = make_core("s5", 4, 8)
+    lam_bar, _ = core.layers[0].discrete()
+    assert (lam_bar.abs() < 1).all()  # every mode decays
+    y, _ = core(th.randn(2, 2000, 4), core.initial_state(2))
+    assert th.isfinite(y).all()

@@ -26,7 +26,7 @@ from memrl.schema import NonNegInt, PosFloat, PosInt, Prob, StrictModel
 class RecurrentParams(StrictModel):
     """Recurrent SAC / TD3 / SAC-discrete (the method name sets ``core`` and ``shared_encoder``)."""
 
-    core: Literal["gru", "lstm", "ffm", "window"] = "lstm"
+    core: Literal["gru", "lstm", "ffm", "window", "s5"] = "lstm"
     shared_encoder: bool = False
     hidden_size: PosInt
     head: list[PosInt] = Field(min_length=1)

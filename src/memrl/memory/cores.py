@@ -195,9 +195,135 @@ class WindowCore(nn.Module):
         return y[:, 0], state
 
 
+def hippo_diagonal(n: int) -> tuple[th.Tensor, th.Tensor]:
+    """Eigenvalues and eigenvectors of the normal part of HiPPO-LegS (the S5 paper's
+    initialisation): ``S = -(HiPPO + p p^T)`` is skew-symmetric plus ``-1/2 I``, so its
+    eigenvalues are ``-1/2 + i w`` with ``w`` from ``eigh(-i S)``.
+
+    :return: ``Lambda`` (n,) complex64 and ``V`` (n, n) complex64, ``S = V diag(Lambda) V^*``.
+    """
+    k = th.arange(n, dtype=th.float64)
+    q = th.sqrt(2 * k + 1)
+    a = -(th.tril(q[:, None] * q[None, :]) - th.diag(k))  # -HiPPO-LegS
+    p = th.sqrt(k + 0.5)
+    s = a + p[:, None] * p[None, :]
+    w, v = th.linalg.eigh(s.to(th.complex128) * -1j)
+    lam = th.diagonal(s).mean() + 1j * w
+    return lam.to(th.complex64), v.to(th.complex64)
+
+
+def linear_scan(a: th.Tensor, b: th.Tensor) -> th.Tensor:
+    """All states of ``x_t = a_t * x_{t-1} + b_t`` (``x_{-1} = 0``) along axis 1, by a
+    Hillis-Steele parallel scan: ``log2(T)`` vectorised rounds of the associative operator
+    ``(a_i, b_i) . (a_j, b_j) = (a_j a_i, a_j b_i + b_j)``, no Python loop over time.
+    An episode boundary is ``a_t = 0``: nothing before it reaches ``x_t``."""
+    T, shift = a.shape[1], 1
+    while shift < T:
+        b = th.cat([b[:, :shift], a[:, shift:] * b[:, :-shift] + b[:, shift:]], 1)
+        a = th.cat([a[:, :shift], a[:, shift:] * a[:, :-shift]], 1)
+        shift *= 2
+    return b
+
+
+class S5Layer(nn.Module):
+    """One S5 layer (Smith et al. 2023) as popjaxrl's POPGym agent configures it
+    (zero-order hold, conjugate symmetry, ``full_glu``, no normalisation):
+
+        x_t = Lambda_bar * x_{t-1} * (1 - d_t) + B_bar u_t      x: P complex states, d_t: reset
+        y_t = 2 Re(C x_t) + D * u_t
+        out = u + W1 gelu(y) * sigmoid(W2 gelu(y))
+
+    with ``Lambda_bar = exp(Lambda dt)``, ``B_bar = (Lambda_bar - 1) / Lambda * B``.
+    ``Lambda`` starts at the first half of HiPPO-N's eigenvalues (the other half are their
+    conjugates), ``B = V^* B0``, ``C = C0 V`` with lecun-scaled ``B0, C0``, ``D ~ N(0, 1)``,
+    ``log dt ~ U[log 0.001, log 0.1]``. The state is (batch, P, 2): real and imaginary parts.
+    """
+
+    def __init__(self, width: int, state_size: int) -> None:
+        super().__init__()
+        if state_size < 2 or state_size % 2:
+            raise ValueError(f"state_size must be even and >= 2, got {state_size}")
+        self.P = state_size // 2
+        lam, v = hippo_diagonal(state_size)
+        lam, v = lam[: self.P], v[:, : self.P]
+        self.lambda_re = nn.Parameter(lam.real.clone())
+        self.lambda_im = nn.Parameter(lam.imag.clone())
+        b0 = th.randn(state_size, width) / math.sqrt(state_size)
+        c0 = th.complex(*th.randn(2, width, state_size)) / math.sqrt(state_size)
+        self.b = nn.Parameter(th.view_as_real(v.conj().T @ b0.to(v)))  # (P, width, 2)
+        self.c = nn.Parameter(th.view_as_real(c0 @ v))  # (width, P, 2)
+        self.d = nn.Parameter(th.randn(width))
+        self.log_dt = nn.Parameter(
+            th.rand(self.P) * (math.log(0.1) - math.log(0.001)) + math.log(0.001)
+        )
+        self.out1, self.out2 = nn.Linear(width, width), nn.Linear(width, width)
+
+    def discrete(self) -> tuple[th.Tensor, th.Tensor]:
+        """``Lambda_bar`` (P,) and ``B_bar`` (P, width), complex (zero-order hold)."""
+        lam = th.complex(self.lambda_re, self.lambda_im)
+        lam_bar = th.exp(lam * self.log_dt.exp())
+        return lam_bar, ((lam_bar - 1) / lam)[:, None] * th.view_as_complex(self.b)
+
+    def _out(self, u: th.Tensor, x: th.Tensor) -> th.Tensor:
+        y = 2 * (x @ th.view_as_complex(self.c).T).real + self.d * u
+        y = F.gelu(y)
+        return u + self.out1(y) * th.sigmoid(self.out2(y))
+
+    def forward(
+        self, u: th.Tensor, state: th.Tensor, resets: th.Tensor | None = None
+    ) -> tuple[th.Tensor, th.Tensor]:
+        lam_bar, b_bar = self.discrete()
+        bu = u.to(b_bar.dtype) @ b_bar.T  # (B, T, P)
+        a = lam_bar.expand_as(bu)
+        if resets is not None:
+            a = a * (1 - resets.to(u.dtype))[..., None]
+        x0 = th.view_as_complex(state.contiguous())[:, None]  # (B, 1, P)
+        bu = th.cat([bu[:, :1] + a[:, :1] * x0, bu[:, 1:]], 1)
+        x = linear_scan(a, bu)
+        return self._out(u, x), th.view_as_real(x[:, -1])
+
+
+class S5Core(nn.Module):
+    """S5 for RL (Lu et al. 2023): a linear input layer, then ``layers`` S5 layers whose
+    states are reset inside the parallel scan at episode boundaries (``resets`` (B, T),
+    1 where a new episode starts). State: (layers, batch, P, 2).
+
+    :param state_size: ``2P``; the layer keeps ``P`` complex states (conjugate symmetry).
+    :param layers: S5 layers stacked (popjaxrl's POPGym agent: 4 of width 256, P = 128).
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, state_size: int = 0, layers: int = 1):
+        super().__init__()
+        if int(layers) < 1:
+            raise ValueError(f"layers must be >= 1, got {layers}")
+        self.hidden_size, self.P = hidden_size, (state_size or hidden_size) // 2
+        self.inp = nn.Linear(input_size, hidden_size)
+        self.layers = nn.ModuleList(
+            S5Layer(hidden_size, state_size or hidden_size) for _ in range(int(layers))
+        )
+
+    def initial_state(self, batch: int) -> th.Tensor:
+        return th.zeros(len(self.layers), batch, self.P, 2)
+
+    def forward(
+        self, x: th.Tensor, state: th.Tensor, resets: th.Tensor | None = None
+    ) -> tuple[th.Tensor, th.Tensor]:
+        y, out = self.inp(x), []
+        for layer, s in zip(self.layers, state.to(x), strict=True):
+            y, s = layer(y, s, resets)
+            out.append(s)
+        return y, th.stack(out)
+
+    def step(
+        self, x: th.Tensor, state: th.Tensor, reset: th.Tensor | None = None
+    ) -> tuple[th.Tensor, th.Tensor]:
+        y, state = self(x[:, None], state, None if reset is None else reset[:, None])
+        return y[:, 0], state
+
+
 def make_core(kind: str, input_size: int, hidden_size: int, **kwargs) -> nn.Module:
-    """``"gru"``, ``"lstm"``, ``"ffm"`` or ``"window"`` (``context=K``)."""
-    cores = {"gru": GRUCore, "lstm": LSTMCore, "ffm": FFMCore, "window": WindowCore}
+    """``"gru"``, ``"lstm"``, ``"ffm"``, ``"window"`` (``context=K``) or ``"s5"``."""
+    cores = {"gru": GRUCore, "lstm": LSTMCore, "ffm": FFMCore, "window": WindowCore, "s5": S5Core}
     if kind not in cores:
         raise ValueError(f"unknown memory core {kind!r}; choose one of {sorted(cores)}")
     return cores[kind](input_size, hidden_size, **kwargs)

@@ -17,9 +17,9 @@ from memrl.agents.recurrent_loop import RecurrentParams
 from memrl.agents.sb3 import SACParams
 from memrl.schema import EnvId, PosInt, StrictModel
 
-_CORES = {"GRU": "gru", "LSTM": "lstm", "FFM": "ffm", "window": "window"}
+_CORES = {"GRU": "gru", "LSTM": "lstm", "FFM": "ffm", "window": "window", "S5": "s5"}
 _METHOD = re.compile(
-    r"^(SAC|SAC-prev|RPPO|PPO-LSTM|(RSAC|RTD3|SACD)-(GRU|LSTM|FFM|window)(-shared)?)$"
+    r"^(SAC|SAC-prev|RPPO|PPO-LSTM|(RSAC|RTD3|SACD)-(GRU|LSTM|FFM|window|S5)(-shared)?)$"
 )
 
 
@@ -29,7 +29,7 @@ def _method_name(name: str) -> str:
             f"unknown method '{name}': use SAC (SB3, no memory), SAC-prev (SB3 SAC reading "
             "[o_t, a_t-1, r_t-1]), RPPO (sb3-contrib), PPO-LSTM "
             "(memrl's LSTM-PPO), or "
-            "<RSAC|RTD3|SACD>-<GRU|LSTM|FFM|window>[-shared], e.g. RSAC-LSTM or RTD3-GRU-shared"
+            "<RSAC|RTD3|SACD>-<GRU|LSTM|FFM|window|S5>[-shared], e.g. RSAC-LSTM or RTD3-GRU-shared"
         )
     return name
 
