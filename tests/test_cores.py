@@ -1,7 +1,7 @@
 import pytest
 import torch as th
 
-from memrl.memory.cores import FFMCore, hippo_diagonal, linear_scan, make_core
+from memrl.memory.cores import FFMCore, diagonal_scan, hippo_diagonal, make_core
 
 
 def _step_through(core, x, state):
@@ -70,14 +70,20 @@ def test_window_core_rejects_bad_context():
         make_core("window", 3, 8, context=0)
 
 
-def test_linear_scan_matches_the_recurrence():
-    th.manual_seed(0)
-    a, b = th.rand(2, 37, 3, dtype=th.complex64), th.randn(2, 37, 3, dtype=th.complex64)
+@pytest.mark.parametrize("resets", [False, True])
+@pytest.mark.parametrize("T", [1, 16, 37, 150])
+def test_diagonal_scan_matches_the_recurrence(T, resets):
+    """Both of its paths (chunks of 16 without resets, a parallel scan with them)."""
+    th.manual_seed(T)
+    log = th.complex(-th.rand(3), th.randn(3))  # |lambda| < 1
+    b = th.randn(2, T, 3, dtype=th.complex64)
+    keep = (th.rand(2, T, 1) > 0.1).float() if resets else None
     x, xs = th.zeros(2, 3, dtype=th.complex64), []
-    for t in range(37):
-        x = a[:, t] * x + b[:, t]
+    for t in range(T):
+        x = th.exp(log) * (1 if keep is None else keep[:, t]) * x + b[:, t]
         xs.append(x)
-    th.testing.assert_close(linear_scan(a, b), th.stack(xs, 1))
+    x_re, x_im = diagonal_scan(log.real, log.imag, b.real, b.imag, keep)
+    th.testing.assert_close(th.complex(x_re, x_im), th.stack(xs, 1), rtol=1e-5, atol=1e-5)
 
 
 def test_s5_resets_inside_the_scan_start_a_fresh_episode():
@@ -108,7 +114,7 @@ def test_s5_starts_from_hippo_n_and_stays_stable():
     assert th.allclose(lam.imag, -lam.imag.flip(0), atol=1e-4)  # in conjugate pairs
     th.testing.assert_close(v.conj().T @ v, th.eye(8, dtype=th.complex64), atol=1e-5, rtol=0)
     core = make_core("s5", 4, 8)
-    lam_bar, _ = core.layers[0].discrete()
-    assert (lam_bar.abs() < 1).all()  # every mode decays
+    log_bar, _ = core.layers[0].discrete()
+    assert (log_bar.real < 0).all()  # |Lambda_bar| < 1: every mode decays
     y, _ = core(th.randn(2, 2000, 4), core.initial_state(2))
     assert th.isfinite(y).all()

@@ -212,17 +212,75 @@ def hippo_diagonal(n: int) -> tuple[th.Tensor, th.Tensor]:
     return lam.to(th.complex64), v.to(th.complex64)
 
 
-def linear_scan(a: th.Tensor, b: th.Tensor) -> th.Tensor:
-    """All states of ``x_t = a_t * x_{t-1} + b_t`` (``x_{-1} = 0``) along axis 1, by a
-    Hillis-Steele parallel scan: ``log2(T)`` vectorised rounds of the associative operator
-    ``(a_i, b_i) . (a_j, b_j) = (a_j a_i, a_j b_i + b_j)``, no Python loop over time.
-    An episode boundary is ``a_t = 0``: nothing before it reaches ``x_t``."""
-    T, shift = a.shape[1], 1
-    while shift < T:
-        b = th.cat([b[:, :shift], a[:, shift:] * b[:, :-shift] + b[:, shift:]], 1)
-        a = th.cat([a[:, :shift], a[:, shift:] * a[:, :-shift]], 1)
-        shift *= 2
-    return b
+def _power(log_re: th.Tensor, log_im: th.Tensor, d: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+    """``lambda^d`` as (real, imag) from ``log lambda = log_re + i log_im``; ``d`` broadcasts."""
+    mag = th.exp(log_re * d)
+    return mag * th.cos(log_im * d), mag * th.sin(log_im * d)
+
+
+def _hillis_steele(
+    log_re: th.Tensor,
+    log_im: th.Tensor,
+    b_re: th.Tensor,
+    b_im: th.Tensor,
+    keep: th.Tensor | None = None,
+) -> tuple[th.Tensor, th.Tensor]:
+    """``log2(T)`` rounds of the associative operator ``(a_i, b_i) . (a_j, b_j) = (a_j a_i,
+    a_j b_i + b_j)`` with ``a_t = lambda * keep_t``: the running product of ``a`` is
+    ``lambda^s`` times the product of the ``keep`` flags, so only the flags are scanned."""
+    T, s = b_re.shape[1], 1
+    while s < T:
+        p_re, p_im = _power(log_re, log_im, s)  # lambda^s, (P,)
+        prev_re = F.pad(b_re, (0, 0, s, 0))[:, :T]  # b_{t-s}, zeros before the start
+        prev_im = F.pad(b_im, (0, 0, s, 0))[:, :T]
+        c_re, c_im = p_re * prev_re - p_im * prev_im, p_re * prev_im + p_im * prev_re
+        if keep is not None:
+            c_re, c_im = c_re * keep, c_im * keep
+            keep = keep * F.pad(keep, (0, 0, s, 0), value=1.0)[:, :T]
+        b_re, b_im = b_re + c_re, b_im + c_im
+        s *= 2
+    return b_re, b_im
+
+
+def diagonal_scan(
+    log_re: th.Tensor,
+    log_im: th.Tensor,
+    b_re: th.Tensor,
+    b_im: th.Tensor,
+    keep: th.Tensor | None = None,
+    chunk: int = 16,
+) -> tuple[th.Tensor, th.Tensor]:
+    """All states of ``x_t = lambda * keep_t * x_{t-1} + b_t`` (``x_{-1} = 0``) along axis 1.
+
+    Complex numbers travel as (real, imag) pairs of (B, T, P) tensors; ``lambda`` (P,) as its
+    logarithm. ``keep`` (B, T, 1) is 0 where a new episode starts (the reset). Without resets
+    the scan is solved in chunks of ``chunk`` steps: inside a chunk, one batched matrix
+    product with the lower-triangular ``lambda^(t-i)`` (only decaying powers, so float32 is
+    safe); across chunks, a parallel scan over the chunks' end states with ``lambda^chunk``.
+    With resets: a parallel scan over all steps (Hillis-Steele). No Python loop over time.
+    """
+    if keep is not None:
+        return _hillis_steele(log_re, log_im, b_re, b_im, keep)
+    B, T, P = b_re.shape
+    L = min(chunk, T)
+    n = -(-T // L)
+    d = th.arange(L, dtype=b_re.dtype, device=b_re.device)
+    gap = d[:, None] - d[None, :]  # t - i within a chunk
+    w_re, w_im = _power(log_re[:, None, None], log_im[:, None, None], gap.clamp(min=0))
+    w_re, w_im = w_re * (gap >= 0), w_im * (gap >= 0)  # (P, L, L)
+    w = th.cat([th.cat([w_re, -w_im], 2), th.cat([w_im, w_re], 2)], 1)  # (P, 2L, 2L)
+    bb = th.stack([b_re, b_im])  # (2, B, T, P)
+    bb = F.pad(bb, (0, 0, 0, n * L - T)).reshape(2, B, n, L, P)
+    bb = bb.permute(4, 0, 3, 1, 2).reshape(P, 2 * L, B * n)
+    x = (w @ bb).reshape(P, 2, L, B, n).permute(1, 3, 4, 2, 0)  # (2, B, n, L, P)
+    # each chunk's end state from a zero start, then the true end states: S_k = lambda^L S_k-1 + e_k
+    s_re, s_im = _hillis_steele(log_re * L, log_im * L, x[0, :, :, -1], x[1, :, :, -1])
+    c_re = F.pad(s_re, (0, 0, 1, 0))[:, :n, None]  # the state entering chunk k: (B, n, 1, P)
+    c_im = F.pad(s_im, (0, 0, 1, 0))[:, :n, None]
+    p_re, p_im = _power(log_re, log_im, (d + 1)[:, None])  # lambda^(t+1), (L, P)
+    x_re = x[0] + p_re * c_re - p_im * c_im
+    x_im = x[1] + p_re * c_im + p_im * c_re
+    return x_re.reshape(B, n * L, P)[:, :T], x_im.reshape(B, n * L, P)[:, :T]
 
 
 class S5Layer(nn.Module):
@@ -237,6 +295,7 @@ class S5Layer(nn.Module):
     ``Lambda`` starts at the first half of HiPPO-N's eigenvalues (the other half are their
     conjugates), ``B = V^* B0``, ``C = C0 V`` with lecun-scaled ``B0, C0``, ``D ~ N(0, 1)``,
     ``log dt ~ U[log 0.001, log 0.1]``. The state is (batch, P, 2): real and imaginary parts.
+    The big tensors stay real (complex products written out), as in :class:`FFMCore`.
     """
 
     def __init__(self, width: int, state_size: int) -> None:
@@ -259,28 +318,37 @@ class S5Layer(nn.Module):
         self.out1, self.out2 = nn.Linear(width, width), nn.Linear(width, width)
 
     def discrete(self) -> tuple[th.Tensor, th.Tensor]:
-        """``Lambda_bar`` (P,) and ``B_bar`` (P, width), complex (zero-order hold)."""
+        """``log Lambda_bar = Lambda dt`` (P,) and ``B_bar`` (P, width), complex (zero-order
+        hold)."""
         lam = th.complex(self.lambda_re, self.lambda_im)
-        lam_bar = th.exp(lam * self.log_dt.exp())
-        return lam_bar, ((lam_bar - 1) / lam)[:, None] * th.view_as_complex(self.b)
-
-    def _out(self, u: th.Tensor, x: th.Tensor) -> th.Tensor:
-        y = 2 * (x @ th.view_as_complex(self.c).T).real + self.d * u
-        y = F.gelu(y)
-        return u + self.out1(y) * th.sigmoid(self.out2(y))
+        log_bar = lam * self.log_dt.exp()
+        return log_bar, ((th.exp(log_bar) - 1) / lam)[:, None] * th.view_as_complex(self.b)
 
     def forward(
         self, u: th.Tensor, state: th.Tensor, resets: th.Tensor | None = None
     ) -> tuple[th.Tensor, th.Tensor]:
-        lam_bar, b_bar = self.discrete()
-        bu = u.to(b_bar.dtype) @ b_bar.T  # (B, T, P)
-        a = lam_bar.expand_as(bu)
-        if resets is not None:
-            a = a * (1 - resets.to(u.dtype))[..., None]
-        x0 = th.view_as_complex(state.contiguous())[:, None]  # (B, 1, P)
-        bu = th.cat([bu[:, :1] + a[:, :1] * x0, bu[:, 1:]], 1)
-        x = linear_scan(a, bu)
-        return self._out(u, x), th.view_as_real(x[:, -1])
+        log_bar, b_bar = self.discrete()
+        bu_re, bu_im = (u @ th.cat([b_bar.real, b_bar.imag]).T).split(self.P, -1)  # (B, T, P)
+        keep = None if resets is None else (1 - resets.to(u.dtype))[..., None]
+        # the carried state enters as a_0 x_0 added to the first input
+        a_re, a_im = _power(log_bar.real, log_bar.imag, 1)
+        if keep is not None:
+            a_re, a_im = a_re * keep[:, :1], a_im * keep[:, :1]
+        x0_re, x0_im = state[:, None, :, 0], state[:, None, :, 1]  # (B, 1, P)
+        first_re = bu_re[:, :1] + a_re * x0_re - a_im * x0_im
+        first_im = bu_im[:, :1] + a_re * x0_im + a_im * x0_re
+        x_re, x_im = diagonal_scan(
+            log_bar.real,
+            log_bar.imag,
+            th.cat([first_re, bu_re[:, 1:]], 1),
+            th.cat([first_im, bu_im[:, 1:]], 1),
+            keep,
+        )
+        c = th.view_as_complex(self.c)  # (width, P)
+        y = 2 * (th.cat([x_re, x_im], -1) @ th.cat([c.real, -c.imag], 1).T) + self.d * u
+        y = F.gelu(y)
+        out = u + self.out1(y) * th.sigmoid(self.out2(y))
+        return out, th.stack([x_re[:, -1], x_im[:, -1]], -1)
 
 
 class S5Core(nn.Module):

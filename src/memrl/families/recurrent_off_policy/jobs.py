@@ -1,5 +1,5 @@
 """The recurrent off-policy family's jobs: one (env or T-Maze length, method, seed) each,
-plus the FFM-vs-GRU timing. Nothing here knows about claims or plots.
+plus the memory cores' timing. Nothing here knows about claims or plots.
 
 Methods are named ``SAC`` (SB3, an MLP with no memory), ``SAC-prev`` (the same MLP reading
 ``[o_t, a_{t-1}, r_{t-1}]``), ``RPPO`` (sb3-contrib
@@ -211,20 +211,21 @@ JOB = {
 }
 
 
-def ffm_timing(batch: int, steps: int, inputs: int, hidden: int, repeats: int) -> dict[str, Any]:
-    """Forward + backward time of one training step over a batch of sequences for FFM, a
-    per-step ``GRUCell`` loop (the FFM paper's baseline) and fused ``nn.GRU``, at the FFM
-    paper's sizes; ``repeats + 2`` timings each (ms). Wall-clock: machine-dependent."""
+def core_timing(batch: int, steps: int, inputs: int, hidden: int, repeats: int) -> dict[str, Any]:
+    """Forward + backward time of one training step over a batch of sequences for every memory
+    core at the same sizes (the FFM paper's and popjaxrl's: 8 sequences of 1,024 steps, width
+    256), plus the two papers' own baselines: a per-step ``GRUCell`` loop (FFM's GRU; popjaxrl
+    scans a GRU cell the same way) and S5 as popjaxrl's POPGym agent stacks it (4 layers).
+    ``repeats + 2`` timings each (ms) and each core's parameter count. Wall-clock:
+    machine-dependent."""
     import torch as th
     from torch import nn
 
-    from memrl.memory.cores import FFMCore
+    from memrl.memory.cores import make_core
 
     th.manual_seed(0)
     x = th.randn(batch, steps, inputs)
-    ffm = FFMCore(inputs, hidden, memory_size=32, context_size=4)
     cell = nn.GRUCell(inputs, hidden)
-    gru = nn.GRU(inputs, hidden, batch_first=True)
 
     def run_cell() -> th.Tensor:
         h, ys = th.zeros(batch, hidden), []
@@ -233,22 +234,30 @@ def ffm_timing(batch: int, steps: int, inputs: int, hidden: int, repeats: int) -
             ys.append(h)
         return th.stack(ys, 1)
 
-    cores = [
-        ("FFM", lambda: ffm(x, ffm.initial_state(batch))[0], list(ffm.parameters())),
-        ("GRUCell loop", run_cell, list(cell.parameters())),
-        ("nn.GRU (fused)", lambda: gru(x)[0], list(gru.parameters())),
+    def core(kind: str, **kw: Any) -> tuple[Callable[[], th.Tensor], nn.Module]:
+        m = make_core(kind, inputs, hidden, **kw)
+        return lambda: m(x, m.initial_state(batch))[0], m
+
+    cores: list[tuple[str, Callable[[], th.Tensor], nn.Module]] = [
+        ("FFM", *core("ffm", memory_size=32, context_size=4)),
+        ("GRUCell loop", run_cell, cell),
+        ("nn.GRU (fused)", *core("gru")),
+        ("LSTM (fused)", *core("lstm")),
+        ("window", *core("window")),
+        ("S5", *core("s5")),
+        ("S5 (4 layers)", *core("s5", layers=4)),
     ]
     ms: dict[str, list[float]] = {}
-    for name, fn, params in cores:
+    for name, fn, module in cores:
         fn().sum().backward()  # warm-up
         ms[name] = []
         for _ in range(repeats + 2):  # at least 3 timings each for a CI
-            for p in params:
-                p.grad = None
+            module.zero_grad(set_to_none=True)
             start = time.perf_counter()
             fn().sum().backward()
             ms[name].append(1e3 * (time.perf_counter() - start))
-    return {"ms": ms}
+    params = {name: sum(p.numel() for p in m.parameters()) for name, _, m in cores}
+    return {"ms": ms, "params": params}
 
 
 def grid(cfg: RecurrentOffPolicyParams) -> list[JobSpec]:
@@ -279,7 +288,7 @@ def grid(cfg: RecurrentOffPolicyParams) -> list[JobSpec]:
             label=f"{method} · {where} · seed {seed}",
         )
 
-    out = [JobSpec(f"{HERE}:ffm_timing", dict(cfg.benchmark), 1e9, label="FFM vs GRU timing")]
+    out = [JobSpec(f"{HERE}:core_timing", dict(cfg.benchmark), 1e9, label="memory cores timing")]
     for s in range(cfg.seeds):
         for e in cfg.envs:
             out += [spec(e.env_id, m, s, e.total_timesteps) for m in e.methods]

@@ -78,7 +78,7 @@ class RecurrentOffPolicyParams(StrictModel):
     sacd_popgym: RecurrentParams  # SACD on the POPGym envs (the FFM reference's settings)
     sac: SACParams
     rppo: RecurrentPPOParams
-    benchmark: dict[str, PosInt]  # FFM vs GRU timing: batch, steps, inputs, hidden, repeats
+    benchmark: dict[str, PosInt]  # memory cores timing: batch, steps, inputs, hidden, repeats
 
     def agent_params(self, method: str, tmaze: bool = False) -> RecurrentParams:
         """The hyperparameters of a recurrent method, its core and encoder sharing set

@@ -60,7 +60,7 @@ PLOTS = (
 
 class Runs(NamedTuple):
     """Every stored run of the family: ``main`` (one row per env, method and seed), ``tmaze``
-    (one per T-Maze length, method and seed) and ``timing`` (FFM vs GRU, ms per repeat)."""
+    (one per T-Maze length, method and seed) and ``timing`` (every memory core, ms per repeat, and its parameters)."""
 
     main: pd.DataFrame
     tmaze: pd.DataFrame
@@ -82,9 +82,10 @@ def load(results: Sequence[dict[str, Any]], env_order: Sequence[str] = ()) -> Ru
     df = df.reset_index(drop=True)
     t = None
     if timing:
+        params = timing[0].get("params", {})
         t = pd.DataFrame(
             [
-                {"core": c, "repeat": i, "ms": v}
+                {"core": c, "repeat": i, "ms": v, "params": params.get(c)}
                 for c, ms in timing[0]["ms"].items()
                 for i, v in enumerate(ms)
             ]
