@@ -170,3 +170,14 @@ def test_a_served_llm_is_priced_by_recorded_decisions_times_measured_seconds(tmp
     assert (served.basis, served.seconds) == ("server", 10 * 5.0 * 2.0)
     assert (plain.basis, plain.seconds) == ("group, published", 5.0)
     assert "1 by their recorded LLM decisions" in FamilyEstimate("f", 1, [served]).summary()
+
+
+def test_every_default_job_is_priced_in_core_seconds() -> None:
+    """A job's cost is its expected core-seconds (it orders the queue and prices a job no
+    run or published timing covers): none of the default profile's may be absurd."""
+    from memrl import families
+    from memrl.config import load_family
+
+    for fam in families.FAMILIES:
+        for s in fam.module("jobs").grid(load_family(fam.name, "default")):
+            assert 0 < s.cost < 24 * 3600, (fam.name, s.label, s.cost)
