@@ -238,6 +238,7 @@ def test_grid_has_one_job_per_run_and_the_timing():
     cfg = load_family("recurrent_off_policy", "smoke")
     specs = jobs.grid(cfg)
     n_main = sum(len(e.methods) for e in cfg.envs) + len(cfg.tmaze.lengths) * len(cfg.tmaze.methods)
+    n_main += len(cfg.card.models)  # one memory-card run per model and seed
     assert len(specs) == 1 + cfg.seeds * n_main
     assert len({s.key for s in specs}) == len(specs)
     # a claims-only parameter does not change any job: no retraining for a new bootstrap
@@ -247,7 +248,7 @@ def test_grid_has_one_job_per_run_and_the_timing():
 
 def test_every_job_function_runs_its_smoke_job():
     """One smoke job per job function of the family (SAC, SAC-prev, RPPO, PPO-LSTM, RSAC,
-    RTD3, SACD, the timing), run in this process: each returns its row."""
+    RTD3, SACD, the timing, the memory card), run in this process: each returns its row."""
     from memrl import families
     from memrl.config import load_family
     from memrl.jobs import resolve
@@ -257,7 +258,7 @@ def test_every_job_function_runs_its_smoke_job():
     for s in specs:
         if ".jobs:" in s.fn and s.fn not in first:
             first[s.fn] = s
-    assert len(first) == 8, sorted(first)
+    assert len(first) == 9, sorted(first)
     for spec in first.values():
         row = resolve(spec.fn)(**spec.kwargs)
         assert isinstance(row, dict) and row, spec.name

@@ -211,6 +211,38 @@ JOB = {
 }
 
 
+def card_job(
+    model: str,
+    seed: int,
+    hp: dict[str, Any],
+    train_lengths: list[int],
+    episodes: int,
+    horizons: list[int],
+    eval_episodes: int,
+) -> dict[str, Any]:
+    """One memory-card run: ``model`` trained by behaviour cloning on oracle T-Maze
+    trajectories of ``train_lengths`` (``episodes`` each; the same data for every seed),
+    then its greedy success rate at every corridor length in ``horizons``."""
+    from memrl.agents import rate
+    from memrl.runtime import seed_everything
+
+    seed_everything(seed)
+    p = rate.OfflineParams(**hp)
+    data = [rate.oracle_trajectories(L, episodes, 1000 * L) for L in train_lengths]
+    policy, losses = rate.train(data, p, seed)
+    success = {
+        str(xi): rate.success_rate(policy, xi, eval_episodes, 10**6 * (seed + 1)) for xi in horizons
+    }
+    return {
+        "card": True,
+        "core": model,
+        "K": p.context,
+        "seed": seed,
+        "success": success,
+        "losses": losses,
+    }
+
+
 def core_timing(batch: int, steps: int, inputs: int, hidden: int, repeats: int) -> dict[str, Any]:
     """Forward + backward time of one training step over a batch of sequences for every memory
     core at the same sizes (the FFM paper's and popjaxrl's: 8 sequences of 1,024 steps, width
@@ -298,4 +330,18 @@ def grid(cfg: RecurrentOffPolicyParams) -> list[JobSpec]:
             out += [
                 spec(TMAZE_ID, m, s, cfg.tmaze.episodes * length, length) for m in cfg.tmaze.methods
             ]
+    if cfg.card is not None:
+        c = cfg.card
+        for s in range(cfg.seeds):
+            for m in c.models:
+                kw = {
+                    "model": m,
+                    "seed": s,
+                    "hp": c.offline(m).model_dump(mode="json"),
+                    "train_lengths": c.train_lengths,
+                    "episodes": c.episodes,
+                    "horizons": c.horizons,
+                    "eval_episodes": c.eval_episodes,
+                }
+                out.append(JobSpec(f"{HERE}:card_job", kw, 20.0, label=f"card {m} · seed {s}"))
     return out

@@ -8,7 +8,7 @@ family's DVC stage.
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
@@ -64,6 +64,40 @@ class TMazeParams(StrictModel):
     methods: list[MethodName] = Field(min_length=2)
 
 
+CardModel = Literal["dt", "rate", "gru", "lstm", "ffm", "s5", "window"]
+
+
+class MemoryCardParams(StrictModel):
+    """The memory card (Cherepanov et al. 2024's classification): every model trained the
+    same way, by behaviour cloning of oracle Passive T-Maze trajectories with context ``K``
+    (:mod:`memrl.agents.rate`), then scored at correlation horizons ``xi`` around ``K``."""
+
+    context: PosInt  # K
+    horizons: list[PosInt] = Field(min_length=2)  # xi scored, below and past K
+    train_lengths: list[PosInt] = Field(min_length=1)  # oracle corridors trained on
+    episodes: PosInt  # oracle trajectories per training length
+    eval_episodes: PosInt  # greedy episodes per horizon
+    models: list[CardModel] = Field(min_length=2)
+    transformer: dict[str, float | int]  # OfflineParams of dt and rate
+    recurrent: dict[str, float | int]  # OfflineParams of the memory cores
+
+    def offline(self, model: str) -> Any:
+        """The validated :class:`memrl.agents.rate.OfflineParams` of ``model``."""
+        from memrl.agents.rate import OfflineParams
+
+        hp = self.transformer if model in ("dt", "rate") else self.recurrent
+        return OfflineParams(model=model, context=self.context, **hp)
+
+    @model_validator(mode="after")
+    def _around_k(self) -> MemoryCardParams:
+        K = self.context
+        if not (min(self.horizons) <= K < max(self.horizons)):
+            raise ValueError(f"horizons {self.horizons} must reach both sides of K = {K}")
+        for m in self.models:
+            self.offline(m)
+        return self
+
+
 class RecurrentOffPolicyParams(StrictModel):
     seeds: Annotated[int, Field(ge=2, strict=True)]
     bootstrap_reps: PosInt
@@ -79,6 +113,7 @@ class RecurrentOffPolicyParams(StrictModel):
     sac: SACParams
     rppo: RecurrentPPOParams
     benchmark: dict[str, PosInt]  # memory cores timing: batch, steps, inputs, hidden, repeats
+    card: MemoryCardParams | None = None  # the memory card, when the profile draws it
 
     def agent_params(self, method: str, tmaze: bool = False) -> RecurrentParams:
         """The hyperparameters of a recurrent method, its core and encoder sharing set

@@ -65,6 +65,7 @@ class Runs(NamedTuple):
     main: pd.DataFrame
     tmaze: pd.DataFrame
     timing: pd.DataFrame | None
+    card: tuple[dict[str, Any], ...] = ()  # the memory card's runs (memrl.families...card)
 
     def budgets(self) -> dict[str, int]:
         """Env -> training steps of its runs."""
@@ -75,7 +76,7 @@ def load(results: Sequence[dict[str, Any]], env_order: Sequence[str] = ()) -> Ru
     """Stored results (see :meth:`memrl.runs.RunStore.results`) as :class:`Runs`; rows ordered
     by ``env_order`` (the profile's env order), method and seed."""
     timing = [r for r in results if "ms" in r]
-    df = pd.DataFrame([r for r in results if "ms" not in r])
+    df = pd.DataFrame([r for r in results if "ms" not in r and "card" not in r])
     order = {e: i for i, e in enumerate(env_order)}
     df = df.assign(_o=df.env.map(order).fillna(len(order) + df.length))
     df = df.sort_values(["_o", "method", "seed"], kind="stable").drop(columns="_o")
@@ -90,7 +91,8 @@ def load(results: Sequence[dict[str, Any]], env_order: Sequence[str] = ()) -> Ru
                 for i, v in enumerate(ms)
             ]
         )
-    return Runs(df[df.length == 0].reset_index(drop=True), df[df.length > 0], t)
+    card = tuple(r for r in results if "card" in r)
+    return Runs(df[df.length == 0].reset_index(drop=True), df[df.length > 0], t, card)
 
 
 def tmaze_success(runs: Runs, reps: int) -> pd.DataFrame:

@@ -1,0 +1,93 @@
+"""The memory card: what each memory core can remember (Cherepanov et al. 2024's method).
+
+Every core is trained the same way (behaviour cloning of oracle Passive T-Maze trajectories,
+:mod:`memrl.agents.rate`) with one context length ``K``, then scored at correlation horizons
+``xi`` (corridor lengths) below and past ``K``. Its class follows from the runs by a
+declared rule, never typed in:
+
+- a core **remembers** at ``xi`` when its success IQM over seeds is at least
+  :data:`REMEMBERS` and the 95% CI's lower end lies above chance (0.5);
+- **fails at xi <= K**: it does not remember at some ``xi <= K`` (its context alone should do);
+- **long-term**: it remembers at every ``xi <= K`` and at ``xi > K`` too; its *reach* is the
+  largest ``xi / K`` up to which it remembers at every tested horizon;
+- **short-term**: it remembers at every ``xi <= K`` and at no ``xi > K``.
+
+Nothing here trains; :func:`card` reads stored runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from memrl.stats.compare import arm
+
+REMEMBERS = 0.9  # success IQM at which a core counts as recalling the cue
+CHANCE = 0.5  # a fixed turn succeeds on half of the mazes
+LONG, SHORT, FAILS = "long-term", "short-term", "fails at xi <= K"
+
+
+def remembers(iqm: float, ci_low: float) -> bool:
+    return iqm >= REMEMBERS and ci_low > CHANCE
+
+
+def classify(points: dict[int, tuple[float, float]], K: int) -> tuple[str, float]:
+    """The class of one core and its reach (largest ``xi / K`` remembered at every tested
+    horizon up to it; 0 when it fails at the shortest) from ``{xi: (iqm, ci_low)}``."""
+    ok = {xi: remembers(*points[xi]) for xi in sorted(points)}
+    reach = 0.0
+    for xi, hit in ok.items():
+        if not hit:
+            break
+        reach = xi / K
+    if not all(hit for xi, hit in ok.items() if xi <= K):
+        return FAILS, reach
+    return (LONG if any(hit for xi, hit in ok.items() if xi > K) else SHORT), reach
+
+
+def card(results: Sequence[dict[str, Any]], reps: int) -> dict[str, Any]:
+    """The card from the stored card runs (one per core and seed, each with its success
+    rate at every ``xi``): rows (core, K, xi, success IQM with its CI, seeds) and one class
+    per core, as ``results/<profile>/memory_card.json`` holds them."""
+    by_core: dict[str, list[dict[str, Any]]] = {}
+    for r in results:
+        by_core.setdefault(r["core"], []).append(r)
+    rows, classes = [], []
+    for core, runs in by_core.items():
+        K = runs[0]["K"]
+        points = {}
+        for xi in sorted({int(x) for r in runs for x in r["success"]}):
+            vals = [r["success"][str(xi)] for r in runs]
+            a = arm(vals, "memory card", f"{core} · xi={xi}", reps)
+            rows.append(
+                {
+                    "core": core,
+                    "K": K,
+                    "xi": xi,
+                    "xi_over_K": xi / K,
+                    "iqm": a.iqm,
+                    "ci_low": a.ci_low,
+                    "ci_high": a.ci_high,
+                    "n_seeds": len(vals),
+                }
+            )
+            points[xi] = (a.iqm, a.ci_low)
+        kind, reach = classify(points, K)
+        classes.append(
+            {
+                "core": core,
+                "K": K,
+                "class": kind,
+                "reach_xi_over_K": reach,
+                "final_loss": float(np.mean([r["losses"][-1] for r in runs])),
+            }
+        )
+    return {
+        "rule": f"remembers at xi: success >= {REMEMBERS} and CI low > {CHANCE}; "
+        f"{LONG}: remembers at every xi <= K and beyond K; {SHORT}: at every xi <= K only; "
+        f"{FAILS}: not at some xi <= K",
+        "rows": rows,
+        "classes": classes,
+    }

@@ -1,0 +1,64 @@
+"""Offline sequence policies on the Passive T-Maze (memrl.agents.rate): a decision
+transformer with context K falls to chance beyond K, RATE's memory tokens carry the cue
+across segments, and every memory core trains without numerical failure."""
+
+import numpy as np
+import pytest
+import torch as th
+
+from memrl.agents import rate
+
+
+def data(K: int, episodes: int = 128):
+    return [rate.oracle_trajectories(L, episodes, 1000 * L) for L in (K, 2 * K, 3 * K)]
+
+
+def test_oracle_trajectories_always_succeed_and_hide_the_cue_after_step_0():
+    d = rate.oracle_trajectories(5, 40, 0)
+    assert d.observations.shape == (40, 5, 2) and d.actions.shape == (40, 5)
+    cue = d.observations[:, 0, 0]
+    assert set(cue) == {-1.0, 1.0}
+    assert (d.observations[:, 1:, 0] == 0).all()  # the cue is seen once
+    assert (d.actions[:, -1] == (cue > 0)).all() and (d.actions[:, :-1] == 0).all()
+    assert (d.returns_to_go == 1).all()
+    again = rate.oracle_trajectories(5, 40, 0)
+    assert all(np.array_equal(a, b) for a, b in zip(d, again, strict=True))  # deterministic
+
+
+def test_rate_remembers_beyond_its_context_where_the_decision_transformer_cannot():
+    K = 2
+    th.manual_seed(0)
+    out = {}
+    for model in ("dt", "rate"):
+        p = rate.OfflineParams(model=model, context=K, epochs=20)
+        policy, losses = rate.train(data(K), p, seed=0)
+        assert losses[-1] < losses[0]
+        out[model] = [rate.success_rate(policy, xi, 40, 10**6) for xi in (K, 4 * K)]
+    assert out["dt"][0] == 1.0 and out["dt"][1] <= 0.7  # within K it recalls; beyond, chance
+    assert out["rate"] == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("model", ["gru", "lstm", "ffm", "s5", "window"])
+def test_every_core_learns_the_maze_within_its_context_without_nan(model):
+    p = rate.OfflineParams(model=model, context=4, epochs=20, learning_rate=3e-3)
+    policy, losses = rate.train(data(4), p, seed=0)
+    assert np.isfinite(losses).all()
+    assert rate.success_rate(policy, 4, 40, 10**6) == 1.0
+
+
+def test_the_card_classifies_by_its_declared_rule():
+    from memrl.families.recurrent_off_policy.card import FAILS, LONG, SHORT, card, classify
+
+    K, hit, miss = 8, (1.0, 0.96), (0.5, 0.4)
+    assert classify({4: hit, 8: hit, 16: miss, 32: miss}, K) == (SHORT, 1.0)
+    assert classify({4: hit, 8: hit, 16: hit, 32: hit, 128: miss}, K) == (LONG, 4.0)
+    assert classify({4: hit, 8: miss, 16: hit}, K) == (FAILS, 0.5)
+    assert classify({4: (0.92, 0.5), 8: hit, 16: miss}, K)[0] == FAILS  # CI reaches chance
+    runs = [
+        {"core": c, "K": K, "seed": s, "success": {"4": 1.0, "8": 1.0, "16": v}, "losses": [0.1]}
+        for c, v in (("dt", 0.5), ("rate", 1.0))
+        for s in range(5)
+    ]
+    out = card(runs, reps=500)
+    assert [c["class"] for c in out["classes"]] == [SHORT, LONG]
+    assert len(out["rows"]) == 6 and out["rows"][0]["n_seeds"] == 5
