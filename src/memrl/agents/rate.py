@@ -193,6 +193,35 @@ def train(
 
 
 # =========================================================================== acting
+class Actor:
+    """Acting one step at a time, as training read the trajectory: a core in step mode from
+    its carried state; RATE over the current segment after the memory of the finished ones;
+    the decision transformer over the last ``K`` steps.
+
+    ``obs``, ``act``, ``rtg``: (n, T, .) buffers the caller fills, ``act`` up to ``t - 1``."""
+
+    def __init__(self, policy: nn.Module, n: int) -> None:
+        self.policy, self.n = policy, n
+        self.state = policy.core.initial_state(n) if isinstance(policy, CorePolicy) else None
+        self.memory = (
+            policy.initial_memory(n) if isinstance(policy, TrajectoryTransformer) else None
+        )
+
+    @th.no_grad()
+    def logits(self, t: int, obs: th.Tensor, act: th.Tensor, rtg: th.Tensor) -> th.Tensor:
+        p = self.policy
+        if isinstance(p, CorePolicy):
+            prev = act[:, t - 1] if t else th.full((self.n,), -1)
+            y, self.state = p.core.step(p.inputs(obs[:, t], prev, rtg[:, t]), self.state)
+            return p.head(y)
+        K = p.K
+        if p.M and t and t % K == 0:  # a segment finished: write its memory
+            s = slice(t - K, t)
+            _, self.memory = p.segment(obs[:, s], act[:, s], rtg[:, s], self.memory)
+        w = slice((t // K) * K if p.M else max(0, t - K + 1), t + 1)
+        return p.segment(obs[:, w], act[:, w], rtg[:, w], self.memory)[0][:, -1]
+
+
 @th.no_grad()
 def success_rate(policy: nn.Module, length: int, episodes: int, seed: int) -> float:
     """Greedy success rate on ``episodes`` Passive T-Mazes of corridor ``length``, run side
@@ -208,24 +237,9 @@ def success_rate(policy: nn.Module, length: int, episodes: int, seed: int) -> fl
     rtg = th.ones(n, length)  # condition on success
     obs[:, 0] = th.as_tensor(np.stack(first))
     successes = np.zeros(n)
-    state = policy.core.initial_state(n) if isinstance(policy, CorePolicy) else None
-    memory = policy.initial_memory(n) if isinstance(policy, TrajectoryTransformer) else None
+    actor = Actor(policy, n)
     for t in range(length):
-        if isinstance(policy, CorePolicy):
-            prev = act[:, t - 1] if t else th.full((n,), -1)
-            y, state = policy.core.step(policy.inputs(obs[:, t], prev, rtg[:, t]), state)
-            logits = policy.head(y)
-        else:
-            K = policy.K
-            start = (t // K) * K if policy.M else max(0, t - K + 1)
-            if policy.M and t and t % K == 0:  # a segment finished: write its memory
-                _, memory = policy.segment(
-                    obs[:, t - K : t], act[:, t - K : t], rtg[:, t - K : t], memory
-                )
-            window = slice(start, t + 1)
-            logits, _ = policy.segment(obs[:, window], act[:, window], rtg[:, window], memory)
-            logits = logits[:, -1]
-        a = logits.argmax(-1)
+        a = actor.logits(t, obs, act, rtg).argmax(-1)
         act[:, t] = a
         for i, env in enumerate(envs):
             o, r, done, _, _ = env.step(int(a[i]))

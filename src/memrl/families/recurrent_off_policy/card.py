@@ -82,6 +82,7 @@ def card(results: Sequence[dict[str, Any]], reps: int) -> dict[str, Any]:
                 "class": kind,
                 "reach_xi_over_K": reach,
                 "final_loss": float(np.mean([r["losses"][-1] for r in runs])),
+                "params": runs[0].get("params"),
             }
         )
     return {
@@ -119,11 +120,12 @@ def table(memory_card: dict[str, Any], timing: Any = None) -> Any:
     classes = pd.DataFrame(memory_card["classes"]).set_index("core")
     wide["class"] = classes["class"]
     wide["reach (xi/K)"] = classes["reach_xi_over_K"]
-    if timing is not None and len(timing):
+    wide["params"] = classes["params"]  # at the card's sizes
+    if timing is not None and len(timing):  # at the timing job's sizes (DT, RATE: not timed)
         ms = timing.groupby("core").ms.median()
-        params = timing.groupby("core").params.first()
-        wide["ms/step"] = [round(ms[TIMED[c]], 1) if c in TIMED else None for c in wide.index]
-        wide["params"] = [params.get(TIMED[c]) if c in TIMED else None for c in wide.index]
+        wide["ms/step (timing sizes)"] = [
+            round(ms[TIMED[c]], 1) if c in TIMED and TIMED[c] in ms else None for c in wide.index
+        ]
     order = list(dict.fromkeys(r["core"] for r in memory_card["classes"]))
     return wide.loc[order]
 

@@ -240,6 +240,7 @@ def card_job(
         "seed": seed,
         "success": success,
         "losses": losses,
+        "params": sum(q.numel() for q in policy.parameters()),
     }
 
 
