@@ -80,3 +80,21 @@ def test_acting_step_by_step_reads_the_trajectory_as_training_does(model):
     steps = th.stack([actor.logits(t, obs, act, rtg) for t in range(T)], 1)
     upto = K if model == "dt" else T
     th.testing.assert_close(steps[:, :upto], whole[:, :upto], rtol=1e-4, atol=1e-5)
+
+
+def test_the_oracle_data_set_is_byte_identical_on_every_build(tmp_path):
+    import hashlib
+
+    def digest(root):
+        return {
+            str(f.relative_to(root)): hashlib.md5(f.read_bytes()).hexdigest()
+            for f in sorted(root.rglob("*.npy"))
+        }
+
+    a, b = rate.save_oracle(tmp_path / "a"), rate.save_oracle(tmp_path / "b")
+    assert digest(a) == digest(b) and len(digest(a)) == 3 * len(rate.ORACLE_LENGTHS)
+    (d,) = rate.load_oracle(a, [8], 10)
+    fresh = rate.oracle_trajectories(8, rate.ORACLE_EPISODES, 8000)
+    assert all(np.array_equal(x, y[:10]) for x, y in zip(d, fresh, strict=True))
+    with pytest.raises(FileNotFoundError, match="make data"):
+        rate.load_oracle(a, [5], 10)

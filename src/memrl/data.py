@@ -1,9 +1,9 @@
 """Build, fetch and check ``data/`` (tracked by ``data.dvc``) offline.
 
 ``data/`` holds what earlier experiments left behind for Replay across
-Experiments (the full replay of one SAC run) and, for the LLM memory family, the
+Experiments (the full replay of one SAC run), for the LLM memory family, the
 generated WebShop-like catalogue with its task splits and the LoCoMo-like
-dialogues.  A fresh clone gets it with ``make data``, which first pulls it from
+dialogues, and the oracle Passive T-Maze runs the memory card clones.  A fresh clone gets it with ``make data``, which first pulls it from
 the DVC remote inside the repo (``.dvc-store/``) and otherwise rebuilds it
 deterministically (:func:`build`); either way its hash must equal the one in
 ``data.dvc``.
@@ -118,13 +118,20 @@ def build_dialogues(profile: str = "default") -> Path:
     return repo_root() / d.path
 
 
+def build_tmaze() -> Path:
+    """The oracle Passive T-Maze runs the memory card clones (deterministic, a second)."""
+    from memrl.agents.rate import ORACLE_DIR, save_oracle
+
+    return save_oracle(repo_root() / ORACLE_DIR)
+
+
 def build(profile: str = "default") -> list[Path]:
     cfg = load_family("experience_replay", profile)
     pd_ = cfg.prior_data
     prior = build_prior_experiment(
         repo_root() / pd_.path, cfg.rae.env_id, pd_.seed, pd_.total_timesteps, cfg.rae.sac
     )
-    return [prior, build_shop(profile), build_dialogues(profile)]
+    return [prior, build_shop(profile), build_dialogues(profile), build_tmaze()]
 
 
 def ensure() -> None:

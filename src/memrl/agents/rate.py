@@ -30,6 +30,7 @@ within a segment instead of relative ones, and the scale.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Annotated, Literal, NamedTuple
 
 import numpy as np
@@ -251,6 +252,12 @@ def success_rate(policy: nn.Module, length: int, episodes: int, seed: int) -> fl
 
 
 # =========================================================================== the data
+ORACLE_DIR = "data/tmaze"  # repo-relative; built by `python -m memrl data build`, in data.dvc
+ORACLE_LENGTHS = (1, 2, 4, 8, 16, 24, 32, 48)  # corridors the data set holds
+ORACLE_EPISODES = 256  # oracle runs per corridor
+_ARRAYS = ("observations", "actions", "returns_to_go")
+
+
 def oracle_trajectories(length: int, episodes: int, seed: int) -> Trajectories:
     """``episodes`` Passive T-Maze episodes of corridor ``length`` played by the oracle:
     action 0 in the corridor (any action advances; a constant one carries no cue), the
@@ -269,3 +276,43 @@ def oracle_trajectories(length: int, episodes: int, seed: int) -> Trajectories:
             o, r, done, _, _ = env.step(int(act[i, t]))
         assert done and r == 1.0, "the oracle always succeeds"
     return Trajectories(obs, act, np.ones((episodes, length), np.float32))
+
+
+def save_oracle(root: str | Path) -> Path:
+    """Write the oracle data set into ``root`` (one folder per corridor, one ``.npy`` per
+    array: byte-identical on every build), replacing it whole only once complete."""
+    import shutil
+    import tempfile
+
+    root = Path(root)
+    root.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=root.parent, prefix=f".{root.name}."))
+    tmp.chmod(0o755)
+    try:
+        for L in ORACLE_LENGTHS:
+            d = oracle_trajectories(L, ORACLE_EPISODES, 1000 * L)
+            (tmp / f"L{L}").mkdir()
+            for name, a in zip(_ARRAYS, d, strict=True):
+                np.save(tmp / f"L{L}" / f"{name}.npy", a)
+        if root.exists():
+            shutil.rmtree(root)
+        tmp.rename(root)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+    return root
+
+
+def load_oracle(root: str | Path, lengths: Sequence[int], episodes: int) -> list[Trajectories]:
+    """The first ``episodes`` oracle runs of each corridor in ``lengths`` from ``root``."""
+    root = Path(root)
+    out = []
+    for L in lengths:
+        files = [root / f"L{L}" / f"{name}.npy" for name in _ARRAYS]
+        if not all(f.is_file() for f in files):
+            raise FileNotFoundError(
+                f"{root} has no oracle runs of corridor {L} (it holds {ORACLE_LENGTHS}): "
+                "run `make data`"
+            )
+        out.append(Trajectories(*(np.load(f)[:episodes] for f in files)))
+    return out

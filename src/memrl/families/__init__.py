@@ -117,6 +117,7 @@ FAMILIES: tuple[Family, ...] = (
         "recurrent_off_policy",
         "Recurrent off-policy RL on POMDPs",
         gpu=True,
+        data=("data/tmaze",),
         artefacts=("memory_card.json",),
     ),
     Family("episodic_control", "Episodic control", gpu=True),
