@@ -259,6 +259,38 @@ def _scale(cfg: RecurrentOffPolicyParams) -> str:
     )
 
 
+def _head_to_head(
+    cfg: RecurrentOffPolicyParams,
+    runs: Runs,
+    floors,
+    claim: Claim,
+    better: str,
+    worse: str,
+    *,
+    matches: bool = False,
+    **kw,
+) -> ClaimResult | None:
+    """``better`` against ``worse`` on every env both ran: beats (or, ``matches``, no loss
+    beyond the gap to the floor), each env beside its random floor. ``{n}`` in a
+    ``coverage_note`` is the number of envs."""
+    envs = _envs_with(runs, better, worse)
+    if not envs:
+        return None
+    if "coverage_note" in kw:
+        kw["coverage_note"] = kw["coverage_note"].format(n=len(envs))
+    pairs = [(m, e) for e in envs for m in (better, worse)]
+    est = _floors(cfg, floors, claim, envs) | _returns(cfg, runs, claim, pairs)
+    comps = []
+    for e in envs:
+        fl = floor_of(est, e)
+        extra = {"margin": gap_margin(fl, est[_name(worse, e)].iqm)} if matches else {}
+        rel = (MATCHES,) if matches else ()
+        comps.append(Comparison(_name(better, e), _name(worse, e), *rel, floor=fl, **extra))
+    return _result(
+        cfg, runs, claim, est, _name(better, envs[0]), comps, envs, _series(runs, pairs), **kw
+    )
+
+
 # =========================================================================== one function each
 def ro_1(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult | None:
     envs = [e for e in ("Pendulum-V", "Pendulum-P") if e in _envs_with(runs, "RSAC-LSTM", "SAC")]
@@ -364,23 +396,13 @@ def ro_2(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
 
 
 def ro_3(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult | None:
-    envs = _envs_with(runs, "RSAC-LSTM", "RSAC-LSTM-shared")
-    if not envs:
-        return None
-    pairs = [(m, e) for e in envs for m in ("RSAC-LSTM", "RSAC-LSTM-shared")]
-    est = _floors(cfg, floors, RO_3, envs) | _returns(cfg, runs, RO_3, pairs)
-    return _result(
+    return _head_to_head(
         cfg,
         runs,
+        floors,
         RO_3,
-        est,
-        _name("RSAC-LSTM", envs[0]),
-        [
-            Comparison(_name("RSAC-LSTM", e), _name("RSAC-LSTM-shared", e), floor=floor_of(est, e))
-            for e in envs
-        ],
-        envs,
-        _series(runs, pairs),
+        "RSAC-LSTM",
+        "RSAC-LSTM-shared",
         deviations=[
             _scale(cfg),
             "shared: pomdp-baselines' policy_rnn_shared.py: one encoder and one Adam over it, "
@@ -447,30 +469,15 @@ def ro_4(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
 
 
 def ro_5(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult | None:
-    envs = _envs_with(runs, "SACD-FFM", "SACD-GRU")
-    if not envs:
-        return None
     sd = cfg.sacd_popgym
-    pairs = [(m, e) for e in envs for m in ("SACD-FFM", "SACD-GRU")]
-    est = _floors(cfg, floors, RO_5, envs) | _returns(cfg, runs, RO_5, pairs)
-    return _result(
+    return _head_to_head(
         cfg,
         runs,
+        floors,
         RO_5,
-        est,
-        _name("SACD-FFM", envs[0]),
-        [
-            Comparison(
-                _name("SACD-FFM", e),
-                _name("SACD-GRU", e),
-                MATCHES,
-                floor=floor_of(est, e),
-                margin=gap_margin(floor_of(est, e), est[_name("SACD-GRU", e)].iqm),
-            )
-            for e in envs
-        ],
-        envs,
-        _series(runs, pairs),
+        "SACD-FFM",
+        "SACD-GRU",
+        matches=True,
         deviations=[
             "recurrent SAC-discrete instead of the paper's PPO on POPGym (the FFM authors' "
             "SAC-discrete runs are pomdp-baselines' CartPole-V: gamma 0.9, lr 3e-4, target "
@@ -481,7 +488,7 @@ def ro_5(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
             f"whole episodes), {sd.gradient_steps / sd.train_freq:g} updates per env step",
         ],
         coverage_complete=False,
-        coverage_note=f"{len(envs)} POPGym task(s) at Easy (paper: all 15, 3 levels)",
+        coverage_note="{n} POPGym task(s) at Easy (paper: all 15, 3 levels)",
     )
 
 
@@ -583,24 +590,14 @@ def ro_7(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
 
 
 def ro_8(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult | None:
-    envs = _envs_with(runs, "SACD-S5", "SACD-GRU")
-    if not envs:
-        return None
     sd = cfg.sacd_popgym
-    pairs = [(m, e) for e in envs for m in ("SACD-S5", "SACD-GRU")]
-    est = _floors(cfg, floors, RO_8, envs) | _returns(cfg, runs, RO_8, pairs)
-    return _result(
+    return _head_to_head(
         cfg,
         runs,
+        floors,
         RO_8,
-        est,
-        _name("SACD-S5", envs[0]),
-        [
-            Comparison(_name("SACD-S5", e), _name("SACD-GRU", e), floor=floor_of(est, e))
-            for e in envs
-        ],
-        envs,
-        _series(runs, pairs),
+        "SACD-S5",
+        "SACD-GRU",
         deviations=[
             "recurrent SAC-discrete (the FFM authors' POPGym settings, as RO-5) instead of the "
             "paper's PPO; S5 and GRU in the same agent",
@@ -610,7 +607,7 @@ def ro_8(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
             "cross an episode, so the in-scan reset (built and tested) is not exercised",
         ],
         coverage_complete=False,
-        coverage_note=f"{len(envs)} POPGym task(s) at Easy (paper: their POPGym subset, 3 levels)",
+        coverage_note="{n} POPGym task(s) at Easy (paper: their POPGym subset, 3 levels)",
     )
 
 
