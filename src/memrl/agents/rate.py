@@ -281,26 +281,15 @@ def oracle_trajectories(length: int, episodes: int, seed: int) -> Trajectories:
 def save_oracle(root: str | Path) -> Path:
     """Write the oracle data set into ``root`` (one folder per corridor, one ``.npy`` per
     array: byte-identical on every build), replacing it whole only once complete."""
-    import shutil
-    import tempfile
+    from memrl.runtime import atomic_dir
 
-    root = Path(root)
-    root.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=root.parent, prefix=f".{root.name}."))
-    tmp.chmod(0o755)
-    try:
+    with atomic_dir(root) as tmp:
         for L in ORACLE_LENGTHS:
             d = oracle_trajectories(L, ORACLE_EPISODES, 1000 * L)
             (tmp / f"L{L}").mkdir()
             for name, a in zip(_ARRAYS, d, strict=True):
                 np.save(tmp / f"L{L}" / f"{name}.npy", a)
-        if root.exists():
-            shutil.rmtree(root)
-        tmp.rename(root)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp)
-    return root
+    return Path(root)
 
 
 def load_oracle(root: str | Path, lengths: Sequence[int], episodes: int) -> list[Trajectories]:
