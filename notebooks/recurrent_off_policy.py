@@ -146,21 +146,12 @@ save_figure(fig, out / "figures" / "learning_curves.png")
 # %%
 success = tables.tmaze_success(runs, cfg.bootstrap_reps)
 fig, ax = plt.subplots(figsize=(5.5, 3.6))
-for method, g in success.groupby("method"):
-    ax.errorbar(
-        g.length,
-        g.iqm,
-        yerr=[g.iqm - g.ci_low, g.ci_high - g.iqm],
-        marker="o",
-        capsize=3,
-        label=method,
-    )
+plots.ci_points(ax, success, "length", "corridor length L (= ξ)", "success rate")
 ax.axhline(0.5, color="gray", ls=":", label="chance")
 ax.axvline(cfg.sacd.context + 0.5, color="black", ls="--", lw=1, label=f"K = {cfg.sacd.context}")
-ax.set(xscale="log", xlabel="corridor length L (= ξ)", ylabel="success rate", ylim=(-0.05, 1.05))
+ax.set(xscale="log", ylim=(-0.05, 1.05))
 ax.set_xticks(cfg.tmaze.lengths, [str(v) for v in cfg.tmaze.lengths])
 ax.legend(fontsize=8)
-ax.grid(alpha=0.3)
 fig.tight_layout()
 save_figure(fig, out / "figures" / "tmaze.png")
 
@@ -183,20 +174,12 @@ if memory_card["rows"]:
     print(f"K = {cfg.card.context}; {memory_card['rule']}")
     print(ro_card.table(memory_card, runs.timing).to_string())
     fig, ax = plt.subplots(figsize=(6, 3.8))
-    for core, g in pd.DataFrame(memory_card["rows"]).groupby("core", sort=False):
-        ax.errorbar(
-            g.xi_over_K,
-            g.iqm,
-            yerr=[g.iqm - g.ci_low, g.ci_high - g.iqm],
-            marker="o",
-            capsize=3,
-            label=core,
-        )
+    card_rows = pd.DataFrame(memory_card["rows"])
+    plots.ci_points(ax, card_rows, "xi_over_K", "ξ / K", "success rate", by="core")
     ax.axhline(0.5, color="gray", ls=":", label="chance")
     ax.axvline(1.0, color="black", ls="--", lw=1, label="ξ = K")
-    ax.set(xscale="log", xlabel="ξ / K", ylabel="success rate", ylim=(-0.05, 1.05))
+    ax.set(xscale="log", ylim=(-0.05, 1.05))
     ax.legend(fontsize=8, ncol=2)
-    ax.grid(alpha=0.3)
     fig.tight_layout()
     save_figure(fig, out / "figures" / "memory_card.png")
 
