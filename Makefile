@@ -108,7 +108,7 @@ bench: install
 	$(BIN)/python -m pip install -q $(CONSTRAINTS) -e '.[bench]'
 	$(BIN)/python benchmarks/per_sampling.py
 	$(BIN)/python benchmarks/episodic_control.py
-	$(BIN)/python benchmarks/ffm_vs_gru.py
+	$(BIN)/python benchmarks/memory_cores.py
 	$(BIN)/python benchmarks/recurrent_sac.py
 	$(BIN)/python benchmarks/lstm_ppo.py
 	$(BIN)/python benchmarks/seeds_per_process.py

@@ -14,7 +14,7 @@
 # %% [markdown]
 # # Recurrent off-policy RL: does memory make SAC and TD3 work on POMDPs?
 #
-# When the observation hides part of the state, an agent must remember. Five papers, seven
+# When the observation hides part of the state, an agent must remember. Seven papers, ten
 # claims, each rerun over several seeds and aggregated with rliable (interquartile mean,
 # 95% stratified-bootstrap CI):
 #
@@ -34,6 +34,9 @@
 #    memory succeeds at every length.
 # 8. **S5** with resets inside its parallel scan (Lu et al. 2023) beats a GRU on POPGym, and
 #    (9) runs over five times faster than one.
+# 10. **RATE** (Cherepanov et al. 2023) keeps recalling the T-Maze cue beyond its attention
+#     window, where a decision transformer with the same window falls to chance; with it, the
+#     *memory card* classifies every core by what it can remember.
 #
 # The agents (`memrl.agents.recurrent_sac`, `recurrent_td3`, `recurrent_sac_discrete`) read
 # `[o_t, a_{t-1}, r_{t-1}]` through a memory core (`memrl.memory.cores`: GRU, LSTM, FFM, S5 or
@@ -59,15 +62,18 @@ check_parameters(globals(), ("profile", "output_dir", "runs_dir", "overrides"))
 
 # %%
 import matplotlib.pyplot as plt
+import pandas as pd
 
 from memrl import plots
 from memrl.config import load_family
 from memrl.envs.registry import short_env
+from memrl.families.recurrent_off_policy import card as ro_card
 from memrl.families.recurrent_off_policy import claims as ro_claims
 from memrl.families.recurrent_off_policy import tables
 from memrl.results import budget_table, claims_table, save_claims, save_figure, save_table
 from memrl.results import output_dir as resolve_output
 from memrl.runs import load_results
+from memrl.runtime import atomic_write_json
 from memrl.stats.floors import env_floor, split, with_floor
 from memrl.stats.points import iqm_curves
 
@@ -140,23 +146,42 @@ save_figure(fig, out / "figures" / "learning_curves.png")
 # %%
 success = tables.tmaze_success(runs, cfg.bootstrap_reps)
 fig, ax = plt.subplots(figsize=(5.5, 3.6))
-for method, g in success.groupby("method"):
-    ax.errorbar(
-        g.length,
-        g.iqm,
-        yerr=[g.iqm - g.ci_low, g.ci_high - g.iqm],
-        marker="o",
-        capsize=3,
-        label=method,
-    )
+plots.ci_points(ax, success, "length", "corridor length L (= ξ)", "success rate")
 ax.axhline(0.5, color="gray", ls=":", label="chance")
 ax.axvline(cfg.sacd.context + 0.5, color="black", ls="--", lw=1, label=f"K = {cfg.sacd.context}")
-ax.set(xscale="log", xlabel="corridor length L (= ξ)", ylabel="success rate", ylim=(-0.05, 1.05))
+ax.set(xscale="log", ylim=(-0.05, 1.05))
 ax.set_xticks(cfg.tmaze.lengths, [str(v) for v in cfg.tmaze.lengths])
 ax.legend(fontsize=8)
-ax.grid(alpha=0.3)
 fig.tight_layout()
 save_figure(fig, out / "figures" / "tmaze.png")
+
+# %% [markdown]
+# ## The memory card: what each core remembers
+#
+# Cherepanov et al. (2024) classify an agent's memory by holding its context K fixed and
+# moving the cue ξ steps back: **short-term** memory recalls only while ξ ≤ K, **long-term**
+# beyond it. Here every model (a decision transformer, RATE, and the GRU, LSTM, FFM, S5 and
+# window-of-K cores) is trained the same way, by behaviour cloning of oracle T-Maze runs
+# (`memrl.agents.rate`), with K fixed, then scored at each ξ. A core *remembers* at ξ when
+# its success IQM is ≥ 0.9 and its CI stays above chance; the class follows from that rule
+# (`memrl.families.recurrent_off_policy.card`), never typed in. Cost: one training step of
+# the core at the timing job's sizes.
+
+# %%
+memory_card = ro_card.card(runs.card, cfg.bootstrap_reps)
+atomic_write_json(out / "memory_card.json", memory_card)
+if memory_card["rows"]:
+    print(f"K = {cfg.card.context}; {memory_card['rule']}")
+    print(ro_card.table(memory_card, runs.timing).to_string())
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    card_rows = pd.DataFrame(memory_card["rows"])
+    plots.ci_points(ax, card_rows, "xi_over_K", "ξ / K", "success rate", by="core")
+    ax.axhline(0.5, color="gray", ls=":", label="chance")
+    ax.axvline(1.0, color="black", ls="--", lw=1, label="ξ = K")
+    ax.set(xscale="log", ylim=(-0.05, 1.05))
+    ax.legend(fontsize=8, ncol=2)
+    fig.tight_layout()
+    save_figure(fig, out / "figures" / "memory_card.png")
 
 # %% [markdown]
 # ## Claims

@@ -26,3 +26,27 @@ def test_a_notebooks_scratch_output_is_removed_when_its_kernel_exits():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     scratch = Path(out.stdout.strip())
     assert scratch.name.startswith("memrl-") and not scratch.exists()
+
+
+def test_scratch_folders_of_killed_kernels_are_removed_by_the_next_one(tmp_path, monkeypatch):
+    """A kernel killed by a signal runs no exit handler: the next scratch folder sweeps the
+    folders of processes that are gone (and leaves live ones and other names alone)."""
+    import os
+
+    from memrl.results import output_dir
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    gone = tmp_path / f"memrl-{dead}-abc"
+    live = tmp_path / f"memrl-{os.getpid()}-keep"
+    other = tmp_path / "memrl-notes"
+    for d in (gone, live, other):
+        d.mkdir()
+    fresh = output_dir("")
+    assert fresh.parent == tmp_path and fresh.name.startswith(f"memrl-{os.getpid()}-")
+    assert not gone.exists() and live.exists() and other.exists()

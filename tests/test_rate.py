@@ -62,3 +62,39 @@ def test_the_card_classifies_by_its_declared_rule():
     out = card(runs, reps=500)
     assert [c["class"] for c in out["classes"]] == [SHORT, LONG]
     assert len(out["rows"]) == 6 and out["rows"][0]["n_seeds"] == 5
+
+
+@pytest.mark.parametrize("model", ["rate", "dt", "gru", "lstm", "ffm", "s5", "window"])
+def test_acting_step_by_step_reads_the_trajectory_as_training_does(model):
+    """Sequence mode == step mode: the logits an actor computes one step at a time equal
+    the training forward pass over the whole trajectory (the decision transformer: within
+    its first window, after which it slides by design)."""
+    th.manual_seed(0)
+    K, T = 3, 10  # several segments, the last one partial
+    policy = rate.make_policy(2, 2, rate.OfflineParams(model=model, context=K)).eval()
+    d = rate.oracle_trajectories(T, 4, 0)
+    obs, act, rtg = (th.as_tensor(a) for a in d)
+    with th.no_grad():
+        whole = policy(obs, act, rtg)
+    actor = rate.Actor(policy, 4)
+    steps = th.stack([actor.logits(t, obs, act, rtg) for t in range(T)], 1)
+    upto = K if model == "dt" else T
+    th.testing.assert_close(steps[:, :upto], whole[:, :upto], rtol=1e-4, atol=1e-5)
+
+
+def test_the_oracle_data_set_is_byte_identical_on_every_build(tmp_path):
+    import hashlib
+
+    def digest(root):
+        return {
+            str(f.relative_to(root)): hashlib.md5(f.read_bytes()).hexdigest()
+            for f in sorted(root.rglob("*.npy"))
+        }
+
+    a, b = rate.save_oracle(tmp_path / "a"), rate.save_oracle(tmp_path / "b")
+    assert digest(a) == digest(b) and len(digest(a)) == 3 * len(rate.ORACLE_LENGTHS)
+    (d,) = rate.load_oracle(a, [8], 10)
+    fresh = rate.oracle_trajectories(8, rate.ORACLE_EPISODES, 8000)
+    assert all(np.array_equal(x, y[:10]) for x, y in zip(d, fresh, strict=True))
+    with pytest.raises(FileNotFoundError, match="make data"):
+        rate.load_oracle(a, [5], 10)

@@ -262,3 +262,40 @@ def test_every_job_function_runs_its_smoke_job():
     for spec in first.values():
         row = resolve(spec.fn)(**spec.kwargs)
         assert isinstance(row, dict) and row, spec.name
+
+
+def _card_runs(cfg, rate: float, dt: float, seeds: int = 5) -> list[dict]:
+    K = cfg.card.context
+    return [
+        {
+            "card": True,
+            "core": core,
+            "K": K,
+            "seed": s,
+            "success": {str(xi): 1.0 if xi <= K else v for xi in cfg.card.horizons},
+            "losses": [0.5, 0.01],
+        }
+        for core, v in (("rate", rate), ("dt", dt))
+        for s in range(seeds)
+    ]
+
+
+def test_rate_claim_follows_the_card_runs():
+    cfg = default_cfg()
+    base = fake_runs(cfg, -150.0, -1200.0)
+
+    def judged(rate, dt):
+        runs = base._replace(card=tuple(_card_runs(cfg, rate, dt)))
+        return {r.claim.claim_id: r for r in ro.claims(cfg, runs)}["RO-10"]
+
+    held = judged(1.0, 0.5)
+    assert held.verdict == PARTIALLY  # 20 of the reference's 200 epochs
+    assert held.claim.metric.startswith(f"success rate of {cfg.card.eval_episodes} ")
+    assert judged(0.5, 0.5).verdict == INCONCLUSIVE  # below half the budget a failure is no "no"
+    full = cfg.model_copy(
+        update={"card": cfg.card.model_copy(update={"transformer": {"epochs": 200}})}
+    )
+    runs = base._replace(card=tuple(_card_runs(full, 1.0, 0.5)))
+    assert {r.claim.claim_id: r for r in ro.claims(full, runs)}["RO-10"].verdict == REPRODUCED
+    runs = base._replace(card=tuple(_card_runs(full, 0.5, 0.5)))
+    assert {r.claim.claim_id: r for r in ro.claims(full, runs)}["RO-10"].verdict == NOT_REPRODUCED

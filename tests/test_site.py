@@ -14,6 +14,8 @@ import nbformat
 import numpy as np
 import pytest
 
+from memrl import report
+from memrl.families.recurrent_off_policy.card import card as memory_card
 from memrl.site import build, check
 from memrl.stats.claims import Claim, ClaimResult, Comparison
 from memrl.stats.compare import arm
@@ -82,6 +84,16 @@ def results(tmp_path_factory):
         nbformat.v4.new_markdown_cell("## Claims"),
     ]
     nbformat.write(nb, fam / f"{FAMILY}.ipynb")
+    card_runs = [
+        {"core": c, "K": 4, "seed": s, "success": {"2": 1.0, "4": 1.0, "8": v}, "losses": [0.1]}
+        for c, v in (("dt", 0.5), ("rate", 1.0))
+        for s in range(5)
+    ]
+    (root / "recurrent_off_policy").mkdir()
+    (root / "recurrent_off_policy" / "memory_card.json").write_text(
+        json.dumps(memory_card(card_runs, reps=500))
+    )
+    report.write(root)  # the report stage runs before the site
     return root
 
 
@@ -102,6 +114,14 @@ def test_index_lists_every_claim_with_links_to_notebook_and_figures(site):
         site / "figures" / FAMILY / "claims.png"
     ).is_file()
     assert check(site) == []
+
+
+def test_the_report_and_the_site_publish_the_memory_card(results, site):
+    card = json.loads((results / "memory_card.json").read_text())  # beside the report
+    assert [c["class"] for c in card["classes"]] == ["short-term", "long-term"]
+    assert "## The memory card" in (results / "REPORT.md").read_text()
+    index = (site / "index.html").read_text()
+    assert "id='memory-card'" in index and "<td>long-term</td>" in index
 
 
 def test_nothing_is_loaded_from_the_network(site):

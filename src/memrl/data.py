@@ -1,9 +1,9 @@
 """Build, fetch and check ``data/`` (tracked by ``data.dvc``) offline.
 
 ``data/`` holds what earlier experiments left behind for Replay across
-Experiments (the full replay of one SAC run) and, for the LLM memory family, the
+Experiments (the full replay of one SAC run), for the LLM memory family, the
 generated WebShop-like catalogue with its task splits and the LoCoMo-like
-dialogues.  A fresh clone gets it with ``make data``, which first pulls it from
+dialogues, and the oracle Passive T-Maze runs the memory card clones.  A fresh clone gets it with ``make data``, which first pulls it from
 the DVC remote inside the repo (``.dvc-store/``) and otherwise rebuilds it
 deterministically (:func:`build`); either way its hash must equal the one in
 ``data.dvc``.
@@ -16,16 +16,20 @@ deterministically (:func:`build`); either way its hash must equal the one in
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from memrl.config import load_family
-from memrl.runtime import atomic_write_text, repo_root, seed_everything, set_torch_threads
+from memrl.runtime import (
+    atomic_dir,
+    atomic_write_text,
+    repo_root,
+    seed_everything,
+    set_torch_threads,
+)
 
 
 def build_prior_experiment(
@@ -58,10 +62,7 @@ def build_prior_experiment(
         dones=(rb.dones[:n, 0] * (1 - rb.timeouts[:n, 0])).astype(np.float32),
     )
     out_dir = Path(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}."))
-    tmp.chmod(0o755)
-    try:
+    with atomic_dir(out_dir) as tmp:
         data.save(tmp)
         meta = {
             "env_id": env_id,
@@ -72,12 +73,6 @@ def build_prior_experiment(
             "episode_returns": [round(float(x), 4) for x in env.get_episode_rewards()],
         }
         atomic_write_text(tmp / "meta.json", json.dumps(meta, indent=1) + "\n")
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        tmp.rename(out_dir)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp)
     return out_dir
 
 
@@ -118,13 +113,20 @@ def build_dialogues(profile: str = "default") -> Path:
     return repo_root() / d.path
 
 
+def build_tmaze() -> Path:
+    """The oracle Passive T-Maze runs the memory card clones (deterministic, a second)."""
+    from memrl.agents.rate import ORACLE_DIR, save_oracle
+
+    return save_oracle(repo_root() / ORACLE_DIR)
+
+
 def build(profile: str = "default") -> list[Path]:
     cfg = load_family("experience_replay", profile)
     pd_ = cfg.prior_data
     prior = build_prior_experiment(
         repo_root() / pd_.path, cfg.rae.env_id, pd_.seed, pd_.total_timesteps, cfg.rae.sac
     )
-    return [prior, build_shop(profile), build_dialogues(profile)]
+    return [prior, build_shop(profile), build_dialogues(profile), build_tmaze()]
 
 
 def ensure() -> None:

@@ -81,6 +81,7 @@ def dvc_yaml(profile: str = "default") -> dict[str, Any]:
         outs: list[Any] = [{f"{out}/{f}.ipynb": {"persist": True}}]
         outs += [{f"{out}/{d}": {"persist": True}} for d in NOTEBOOK_OUTPUTS]
         outs += [{f"{out}/claims.json": _uncached()}]
+        outs += [{f"{out}/{a}": _uncached()} for a in fam.artefacts]
         outs += [{fam.plot_path(profile, p): _uncached()} for p in fam.plots]
         stages[f] = {
             "cmd": f"{py} notebook {f} --profile {profile}",
@@ -103,8 +104,10 @@ def dvc_yaml(profile: str = "default") -> dict[str, Any]:
                 "src/memrl/stats/compare.py",
             }
         )
-        + [f"{fam.results_dir(profile)}/claims.json" for fam in families.FAMILIES],
-        "outs": [{f"{res}/REPORT.md": _uncached()}, {f"{res}/report.json": _uncached()}],
+        + [f"{fam.results_dir(profile)}/claims.json" for fam in families.FAMILIES]
+        + [f"{fam.results_dir(profile)}/{a}" for fam in families.FAMILIES for a in fam.artefacts],
+        "outs": [{f"{res}/REPORT.md": _uncached()}, {f"{res}/report.json": _uncached()}]
+        + [{f"{res}/{a}": _uncached()} for fam in families.FAMILIES for a in fam.artefacts],
     }
     here = "" if profile == "default" else f"{res}/"  # plots: relative to the dvc.yaml
     if here:  # a nested pipeline's stages run at the root

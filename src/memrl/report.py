@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from memrl.families import FAMILIES
 from memrl.families import NAMES as FAMILY_ORDER  # the registry's order
 from memrl.runtime import atomic_write_json, atomic_write_text
 from memrl.stats.claims import VERDICT_RULE, VERDICTS, category, share
@@ -93,6 +94,30 @@ def verdict_text(r: dict[str, Any]) -> str:
     if r["regime"] == "early" and r.get("coverage") is not None:
         scope = f" (early regime: {share(r['coverage'])} of the paper's budget)"
     return f"**{r['verdict']}**{scope}"
+
+
+def card_section(results: Path) -> str:
+    """The memory card (``memory_card.json``) as a Markdown section, when there is one."""
+    from memrl.families.recurrent_off_policy.card import summary
+
+    path = results / "recurrent_off_policy" / "memory_card.json"
+    card = json.loads(path.read_text()) if path.is_file() else {}
+    if not card.get("rows"):
+        return ""
+    head, body = summary(card)
+    lines = [
+        "",
+        "## The memory card",
+        "",
+        "Every model trained by behaviour cloning of oracle Passive T-Maze runs with one "
+        f"context K, scored at correlation horizons ξ; success IQM [95% CI] over seeds. Rule: "
+        f"{card['rule']}.",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+    ]
+    lines += ["| " + " | ".join(row) + " |" for row in body]
+    return "\n".join(lines)
 
 
 def render(rows: list[dict[str, Any]]) -> str:
@@ -237,5 +262,9 @@ def write(results: Path) -> Path:
         for r in rows
     ]
     atomic_write_json(results / "report.json", report)
-    atomic_write_text(results / "REPORT.md", render(rows) + "\n")
+    for fam in FAMILIES:  # e.g. the memory card, published beside the report
+        for name in fam.artefacts:
+            if (results / fam.name / name).is_file():
+                atomic_write_text(results / name, (results / fam.name / name).read_text())
+    atomic_write_text(results / "REPORT.md", render(rows) + card_section(results) + "\n")
     return results / "REPORT.md"

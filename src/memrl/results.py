@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import os
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -22,15 +23,31 @@ def verdict_score(verdict: str) -> float | None:
     return VERDICT_SCORE[category(verdict)]
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
+
+
 def output_dir(path: str) -> Path:
     """``path`` relative to the repo root, or a fresh scratch folder when empty.
 
     A notebook run by hand or under nbval writes to scratch, so it can never
-    overwrite the outputs DVC tracks under ``results/``; the scratch folder is removed when
-    the kernel exits.
+    overwrite the outputs DVC tracks under ``results/``. The scratch folder
+    (``memrl-<pid>-*``) is removed when the kernel exits; a kernel killed by a signal
+    cannot do that, so each new scratch folder first removes those of processes that are
+    gone.
     """
     if not path:
-        scratch = Path(tempfile.mkdtemp(prefix="memrl-"))
+        for old in Path(tempfile.gettempdir()).glob("memrl-*-*"):
+            pid = old.name.split("-")[1]
+            if old.is_dir() and pid.isdigit() and not _alive(int(pid)):
+                shutil.rmtree(old, ignore_errors=True)
+        scratch = Path(tempfile.mkdtemp(prefix=f"memrl-{os.getpid()}-"))
         atexit.register(shutil.rmtree, scratch, ignore_errors=True)
         return scratch
     out = Path(path)

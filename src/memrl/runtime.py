@@ -102,6 +102,24 @@ def atomic_path(path: str | Path):
             os.unlink(tmp)
 
 
+@contextmanager
+def atomic_dir(path: str | Path):
+    """Yield an empty temporary folder beside ``path``; on success it replaces ``path``
+    whole, so an interrupted build leaves the old folder or none, never half of one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}."))
+    tmp.chmod(0o777 & ~_umask())
+    try:
+        yield tmp
+        if path.exists():
+            shutil.rmtree(path)
+        tmp.rename(path)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)

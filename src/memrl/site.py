@@ -15,6 +15,7 @@ local link and image resolves and that nothing is loaded from elsewhere.
 from __future__ import annotations
 
 import html
+import json
 import re
 import shutil
 from collections.abc import Iterable
@@ -75,7 +76,33 @@ def _estimate(e: dict[str, Any]) -> str:
     return f"{e['iqm']:.4g} [{e['ci_low']:.4g}, {e['ci_high']:.4g}]"
 
 
-def index(rows: list[dict[str, Any]], pages: set[str], figures: dict[str, list[str]]) -> str:
+def card_html(card: dict[str, Any]) -> str:
+    """The memory card's table (``memory_card.json``), or nothing."""
+    from memrl.families.recurrent_off_policy.card import summary
+
+    if not card.get("rows"):
+        return ""
+    head, body = summary(card)
+    return (
+        "<h2 id='memory-card'>The memory card: what each core remembers</h2>"
+        f"<p>Success IQM [95% CI] over seeds at each correlation horizon ξ, context K fixed; "
+        f"{html.escape(card['rule'])}.</p>"
+        "<table><thead><tr>"
+        + "".join(f"<th>{html.escape(h)}</th>" for h in head)
+        + "</tr></thead><tbody>"
+        + "".join(
+            "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in body
+        )
+        + "</tbody></table>"
+    )
+
+
+def index(
+    rows: list[dict[str, Any]],
+    pages: set[str],
+    figures: dict[str, list[str]],
+    card: dict[str, Any] | None = None,
+) -> str:
     """The claims table: one row per claim, links to its family's page and figures."""
     counts = {v: n for v in VERDICTS if (n := sum(category(r["verdict"]) == v for r in rows))}
     head = [
@@ -134,6 +161,7 @@ def index(rows: list[dict[str, Any]], pages: set[str], figures: dict[str, list[s
         ]
         lines.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     lines.append("</tbody></table>")
+    lines.append(card_html(card or {}))
     return page("memrl — claims", "\n".join(lines), pages)
 
 
@@ -189,7 +217,9 @@ def build(results: Path, out: Path) -> Path:
                     f"figures/{fam.name}/{p.name}" for p in dst.glob("*.png")
                 )
         _forest(rows, tmp / "forest.png")
-        (tmp / "index.html").write_text(index(rows, pages, figures))
+        card_file = results / "memory_card.json"
+        card = json.loads(card_file.read_text()) if card_file.is_file() else {}
+        (tmp / "index.html").write_text(index(rows, pages, figures, card))
         publish(staging, out.parent)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -30,6 +30,7 @@ within a segment instead of relative ones, and the scale.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Annotated, Literal, NamedTuple
 
 import numpy as np
@@ -193,6 +194,35 @@ def train(
 
 
 # =========================================================================== acting
+class Actor:
+    """Acting one step at a time, as training read the trajectory: a core in step mode from
+    its carried state; RATE over the current segment after the memory of the finished ones;
+    the decision transformer over the last ``K`` steps.
+
+    ``obs``, ``act``, ``rtg``: (n, T, .) buffers the caller fills, ``act`` up to ``t - 1``."""
+
+    def __init__(self, policy: nn.Module, n: int) -> None:
+        self.policy, self.n = policy, n
+        self.state = policy.core.initial_state(n) if isinstance(policy, CorePolicy) else None
+        self.memory = (
+            policy.initial_memory(n) if isinstance(policy, TrajectoryTransformer) else None
+        )
+
+    @th.no_grad()
+    def logits(self, t: int, obs: th.Tensor, act: th.Tensor, rtg: th.Tensor) -> th.Tensor:
+        p = self.policy
+        if isinstance(p, CorePolicy):
+            prev = act[:, t - 1] if t else th.full((self.n,), -1)
+            y, self.state = p.core.step(p.inputs(obs[:, t], prev, rtg[:, t]), self.state)
+            return p.head(y)
+        K = p.K
+        if p.M and t and t % K == 0:  # a segment finished: write its memory
+            s = slice(t - K, t)
+            _, self.memory = p.segment(obs[:, s], act[:, s], rtg[:, s], self.memory)
+        w = slice((t // K) * K if p.M else max(0, t - K + 1), t + 1)
+        return p.segment(obs[:, w], act[:, w], rtg[:, w], self.memory)[0][:, -1]
+
+
 @th.no_grad()
 def success_rate(policy: nn.Module, length: int, episodes: int, seed: int) -> float:
     """Greedy success rate on ``episodes`` Passive T-Mazes of corridor ``length``, run side
@@ -208,24 +238,9 @@ def success_rate(policy: nn.Module, length: int, episodes: int, seed: int) -> fl
     rtg = th.ones(n, length)  # condition on success
     obs[:, 0] = th.as_tensor(np.stack(first))
     successes = np.zeros(n)
-    state = policy.core.initial_state(n) if isinstance(policy, CorePolicy) else None
-    memory = policy.initial_memory(n) if isinstance(policy, TrajectoryTransformer) else None
+    actor = Actor(policy, n)
     for t in range(length):
-        if isinstance(policy, CorePolicy):
-            prev = act[:, t - 1] if t else th.full((n,), -1)
-            y, state = policy.core.step(policy.inputs(obs[:, t], prev, rtg[:, t]), state)
-            logits = policy.head(y)
-        else:
-            K = policy.K
-            start = (t // K) * K if policy.M else max(0, t - K + 1)
-            if policy.M and t and t % K == 0:  # a segment finished: write its memory
-                _, memory = policy.segment(
-                    obs[:, t - K : t], act[:, t - K : t], rtg[:, t - K : t], memory
-                )
-            window = slice(start, t + 1)
-            logits, _ = policy.segment(obs[:, window], act[:, window], rtg[:, window], memory)
-            logits = logits[:, -1]
-        a = logits.argmax(-1)
+        a = actor.logits(t, obs, act, rtg).argmax(-1)
         act[:, t] = a
         for i, env in enumerate(envs):
             o, r, done, _, _ = env.step(int(a[i]))
@@ -237,6 +252,12 @@ def success_rate(policy: nn.Module, length: int, episodes: int, seed: int) -> fl
 
 
 # =========================================================================== the data
+ORACLE_DIR = "data/tmaze"  # repo-relative; built by `python -m memrl data build`, in data.dvc
+ORACLE_LENGTHS = (1, 2, 4, 8, 16, 24, 32, 48)  # corridors the data set holds
+ORACLE_EPISODES = 256  # oracle runs per corridor
+_ARRAYS = ("observations", "actions", "returns_to_go")
+
+
 def oracle_trajectories(length: int, episodes: int, seed: int) -> Trajectories:
     """``episodes`` Passive T-Maze episodes of corridor ``length`` played by the oracle:
     action 0 in the corridor (any action advances; a constant one carries no cue), the
@@ -255,3 +276,32 @@ def oracle_trajectories(length: int, episodes: int, seed: int) -> Trajectories:
             o, r, done, _, _ = env.step(int(act[i, t]))
         assert done and r == 1.0, "the oracle always succeeds"
     return Trajectories(obs, act, np.ones((episodes, length), np.float32))
+
+
+def save_oracle(root: str | Path) -> Path:
+    """Write the oracle data set into ``root`` (one folder per corridor, one ``.npy`` per
+    array: byte-identical on every build), replacing it whole only once complete."""
+    from memrl.runtime import atomic_dir
+
+    with atomic_dir(root) as tmp:
+        for L in ORACLE_LENGTHS:
+            d = oracle_trajectories(L, ORACLE_EPISODES, 1000 * L)
+            (tmp / f"L{L}").mkdir()
+            for name, a in zip(_ARRAYS, d, strict=True):
+                np.save(tmp / f"L{L}" / f"{name}.npy", a)
+    return Path(root)
+
+
+def load_oracle(root: str | Path, lengths: Sequence[int], episodes: int) -> list[Trajectories]:
+    """The first ``episodes`` oracle runs of each corridor in ``lengths`` from ``root``."""
+    root = Path(root)
+    out = []
+    for L in lengths:
+        files = [root / f"L{L}" / f"{name}.npy" for name in _ARRAYS]
+        if not all(f.is_file() for f in files):
+            raise FileNotFoundError(
+                f"{root} has no oracle runs of corridor {L} (it holds {ORACLE_LENGTHS}): "
+                "run `make data`"
+            )
+        out.append(Trajectories(*(np.load(f)[:episodes] for f in files)))
+    return out

@@ -46,6 +46,7 @@ class Family:
     title: str
     data: tuple[str, ...] = ()  # data folders its jobs read (DVC deps of its runs stage)
     gpu: bool = False  # its jobs train torch networks: on a cluster with GPUs, ask for one
+    artefacts: tuple[str, ...] = ()  # files its notebook writes that the report publishes
 
     def module(self, part: str) -> ModuleType:
         return importlib.import_module(f"memrl.families.{self.name}.{part}")
@@ -112,7 +113,13 @@ class Family:
 
 
 FAMILIES: tuple[Family, ...] = (
-    Family("recurrent_off_policy", "Recurrent off-policy RL on POMDPs", gpu=True),
+    Family(
+        "recurrent_off_policy",
+        "Recurrent off-policy RL on POMDPs",
+        gpu=True,
+        data=("data/tmaze",),
+        artefacts=("memory_card.json",),
+    ),
     Family("episodic_control", "Episodic control", gpu=True),
     Family("experience_replay", "Experience replay", data=("data/prior_experiments",)),
     Family("llm_memory_rl", "LLM memory RL", data=("data/shop", "data/dialogues"), gpu=True),

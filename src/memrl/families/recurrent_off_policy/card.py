@@ -82,6 +82,7 @@ def card(results: Sequence[dict[str, Any]], reps: int) -> dict[str, Any]:
                 "class": kind,
                 "reach_xi_over_K": reach,
                 "final_loss": float(np.mean([r["losses"][-1] for r in runs])),
+                "params": runs[0].get("params"),
             }
         )
     return {
@@ -91,3 +92,63 @@ def card(results: Sequence[dict[str, Any]], reps: int) -> dict[str, Any]:
         "rows": rows,
         "classes": classes,
     }
+
+
+# the timing job's names of the cores the card classifies (DT and RATE are not timed)
+TIMED = {
+    "gru": "nn.GRU (fused)",
+    "lstm": "LSTM (fused)",
+    "ffm": "FFM",
+    "s5": "S5",
+    "window": "window",
+}
+
+
+def table(memory_card: dict[str, Any], timing: Any = None) -> Any:
+    """One row per core: success IQM [CI] at each xi, its class and reach, and what it
+    costs (ms per training step and parameters, from the timing job's sizes)."""
+    import pandas as pd
+
+    rows = pd.DataFrame(memory_card["rows"])
+    if rows.empty:
+        return rows
+    cell = rows.assign(
+        s=[f"{r.iqm:.2f} [{r.ci_low:.2f}, {r.ci_high:.2f}]" for r in rows.itertuples()]
+    )
+    wide = cell.pivot(index="core", columns="xi", values="s")
+    wide.columns = [f"xi={c}" for c in wide.columns]
+    classes = pd.DataFrame(memory_card["classes"]).set_index("core")
+    wide["class"] = classes["class"]
+    wide["reach (xi/K)"] = classes["reach_xi_over_K"]
+    wide["params"] = classes["params"]  # at the card's sizes
+    if timing is not None and len(timing):  # at the timing job's sizes (DT, RATE: not timed)
+        ms = timing.groupby("core").ms.median()
+        wide["ms/step (timing sizes)"] = [
+            round(ms[TIMED[c]], 1) if c in TIMED and TIMED[c] in ms else None for c in wide.index
+        ]
+    order = list(dict.fromkeys(r["core"] for r in memory_card["classes"]))
+    return wide.loc[order]
+
+
+def summary(memory_card: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """The card as a header and rows of text (the report's and the site's table): each
+    core's success IQM [95% CI] at every xi, its class and reach."""
+    rows = memory_card.get("rows", [])
+    horizons = sorted({r["xi"] for r in rows})
+    K = rows[0]["K"] if rows else 0
+    head = ["core", *(f"ξ={xi}" + (" (K)" if xi == K else "") for xi in horizons)]
+    head += ["class", "reach (ξ/K)"]
+    cells = {
+        (r["core"], r["xi"]): f"{r['iqm']:.2f} [{r['ci_low']:.2f}, {r['ci_high']:.2f}]"
+        for r in rows
+    }
+    body = [
+        [
+            c["core"],
+            *(cells.get((c["core"], xi), "—") for xi in horizons),
+            c["class"],
+            f"{c['reach_xi_over_K']:g}",
+        ]
+        for c in memory_card.get("classes", [])
+    ]
+    return head, body

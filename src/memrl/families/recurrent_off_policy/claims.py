@@ -151,6 +151,21 @@ RO_9 = Claim(
     machine_dependent=True,
 )
 
+RO_10 = Claim(
+    family=FAMILY,
+    claim_id="RO-10",
+    paper="Cherepanov et al. 2023, Recurrent Action Transformer with Memory (RATE)",
+    source="T-Maze experiments; reference run_experiments/TMaze.sh (CognitiveAISystems/RATE)",
+    statement="On the T-Maze, RATE keeps succeeding at corridors longer than its attention "
+    "window, where a decision transformer with the same window falls to chance.",
+    paper_value="RATE ~1.0 success far beyond its 50-step segments (trained on up to 3 "
+    "segments); DT with context 50 at chance beyond it",
+    metric="success rate of {n} greedy episodes after behaviour cloning of oracle runs",
+    higher_is_better=True,
+    regime="final",
+    paper_budget=Budget(200, "epochs"),  # TMaze.sh: --training.epochs=200
+)
+
 
 # =========================================================================== helpers
 def _name(method: str, env: str) -> str:
@@ -224,7 +239,9 @@ def _envs_with(runs: Runs, *methods: str) -> list[str]:
 
 
 def _claim(claim: Claim, cfg: RecurrentOffPolicyParams) -> Claim:
-    n = cfg.tmaze.eval_episodes if claim is RO_7 else cfg.eval_episodes
+    n = {RO_7.claim_id: cfg.tmaze.eval_episodes}.get(claim.claim_id, cfg.eval_episodes)
+    if claim is RO_10 and cfg.card is not None:
+        n = cfg.card.eval_episodes
     return replace(claim, metric=claim.metric.format(n=n))
 
 
@@ -239,6 +256,38 @@ def _scale(cfg: RecurrentOffPolicyParams) -> str:
         f"LSTM {rs.hidden_size} with a {rs.head} head (pomdp-baselines: LSTM 128, [256, 256]); "
         f"windows of {rs.seq_len} steps, batch {rs.batch_size} (papers: whole 200-step "
         f"episodes, 32 per batch); lr {rs.learning_rate:g} (papers 3e-4), gamma {rs.gamma:g}"
+    )
+
+
+def _head_to_head(
+    cfg: RecurrentOffPolicyParams,
+    runs: Runs,
+    floors,
+    claim: Claim,
+    better: str,
+    worse: str,
+    *,
+    matches: bool = False,
+    **kw,
+) -> ClaimResult | None:
+    """``better`` against ``worse`` on every env both ran: beats (or, ``matches``, no loss
+    beyond the gap to the floor), each env beside its random floor. ``{n}`` in a
+    ``coverage_note`` is the number of envs."""
+    envs = _envs_with(runs, better, worse)
+    if not envs:
+        return None
+    if "coverage_note" in kw:
+        kw["coverage_note"] = kw["coverage_note"].format(n=len(envs))
+    pairs = [(m, e) for e in envs for m in (better, worse)]
+    est = _floors(cfg, floors, claim, envs) | _returns(cfg, runs, claim, pairs)
+    comps = []
+    for e in envs:
+        fl = floor_of(est, e)
+        extra = {"margin": gap_margin(fl, est[_name(worse, e)].iqm)} if matches else {}
+        rel = (MATCHES,) if matches else ()
+        comps.append(Comparison(_name(better, e), _name(worse, e), *rel, floor=fl, **extra))
+    return _result(
+        cfg, runs, claim, est, _name(better, envs[0]), comps, envs, _series(runs, pairs), **kw
     )
 
 
@@ -347,23 +396,13 @@ def ro_2(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
 
 
 def ro_3(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult | None:
-    envs = _envs_with(runs, "RSAC-LSTM", "RSAC-LSTM-shared")
-    if not envs:
-        return None
-    pairs = [(m, e) for e in envs for m in ("RSAC-LSTM", "RSAC-LSTM-shared")]
-    est = _floors(cfg, floors, RO_3, envs) | _returns(cfg, runs, RO_3, pairs)
-    return _result(
+    return _head_to_head(
         cfg,
         runs,
+        floors,
         RO_3,
-        est,
-        _name("RSAC-LSTM", envs[0]),
-        [
-            Comparison(_name("RSAC-LSTM", e), _name("RSAC-LSTM-shared", e), floor=floor_of(est, e))
-            for e in envs
-        ],
-        envs,
-        _series(runs, pairs),
+        "RSAC-LSTM",
+        "RSAC-LSTM-shared",
         deviations=[
             _scale(cfg),
             "shared: pomdp-baselines' policy_rnn_shared.py: one encoder and one Adam over it, "
@@ -430,30 +469,15 @@ def ro_4(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
 
 
 def ro_5(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult | None:
-    envs = _envs_with(runs, "SACD-FFM", "SACD-GRU")
-    if not envs:
-        return None
     sd = cfg.sacd_popgym
-    pairs = [(m, e) for e in envs for m in ("SACD-FFM", "SACD-GRU")]
-    est = _floors(cfg, floors, RO_5, envs) | _returns(cfg, runs, RO_5, pairs)
-    return _result(
+    return _head_to_head(
         cfg,
         runs,
+        floors,
         RO_5,
-        est,
-        _name("SACD-FFM", envs[0]),
-        [
-            Comparison(
-                _name("SACD-FFM", e),
-                _name("SACD-GRU", e),
-                MATCHES,
-                floor=floor_of(est, e),
-                margin=gap_margin(floor_of(est, e), est[_name("SACD-GRU", e)].iqm),
-            )
-            for e in envs
-        ],
-        envs,
-        _series(runs, pairs),
+        "SACD-FFM",
+        "SACD-GRU",
+        matches=True,
         deviations=[
             "recurrent SAC-discrete instead of the paper's PPO on POPGym (the FFM authors' "
             "SAC-discrete runs are pomdp-baselines' CartPole-V: gamma 0.9, lr 3e-4, target "
@@ -464,7 +488,7 @@ def ro_5(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
             f"whole episodes), {sd.gradient_steps / sd.train_freq:g} updates per env step",
         ],
         coverage_complete=False,
-        coverage_note=f"{len(envs)} POPGym task(s) at Easy (paper: all 15, 3 levels)",
+        coverage_note="{n} POPGym task(s) at Easy (paper: all 15, 3 levels)",
     )
 
 
@@ -566,24 +590,14 @@ def ro_7(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
 
 
 def ro_8(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult | None:
-    envs = _envs_with(runs, "SACD-S5", "SACD-GRU")
-    if not envs:
-        return None
     sd = cfg.sacd_popgym
-    pairs = [(m, e) for e in envs for m in ("SACD-S5", "SACD-GRU")]
-    est = _floors(cfg, floors, RO_8, envs) | _returns(cfg, runs, RO_8, pairs)
-    return _result(
+    return _head_to_head(
         cfg,
         runs,
+        floors,
         RO_8,
-        est,
-        _name("SACD-S5", envs[0]),
-        [
-            Comparison(_name("SACD-S5", e), _name("SACD-GRU", e), floor=floor_of(est, e))
-            for e in envs
-        ],
-        envs,
-        _series(runs, pairs),
+        "SACD-S5",
+        "SACD-GRU",
         deviations=[
             "recurrent SAC-discrete (the FFM authors' POPGym settings, as RO-5) instead of the "
             "paper's PPO; S5 and GRU in the same agent",
@@ -593,7 +607,7 @@ def ro_8(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
             "cross an episode, so the in-scan reset (built and tested) is not exercised",
         ],
         coverage_complete=False,
-        coverage_note=f"{len(envs)} POPGym task(s) at Easy (paper: their POPGym subset, 3 levels)",
+        coverage_note="{n} POPGym task(s) at Easy (paper: their POPGym subset, 3 levels)",
     )
 
 
@@ -616,7 +630,53 @@ def ro_9(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
     )
 
 
-CLAIMS = (ro_1, ro_2, ro_3, ro_4, ro_5, ro_6, ro_7, ro_8, ro_9)
+def ro_10(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult | None:
+    card = [r for r in runs.card if r["core"] in ("rate", "dt")]
+    if cfg.card is None or {r["core"] for r in card} != {"rate", "dt"}:
+        return None
+    c = cfg.card
+    K = c.context
+    beyond = [xi for xi in c.horizons if xi > K]
+    est: dict = {"chance": reference(0.5)}
+    for core in ("rate", "dt"):
+        for xi in c.horizons:
+            vals = [r["success"][str(xi)] for r in card if r["core"] == core]
+            name = f"{core.upper()} · xi={xi}"
+            est[name] = arm(vals, RO_10.claim_id, name, cfg.bootstrap_reps)
+    # both must have learned the maze where their window holds the cue (the floor check on
+    # the largest xi <= K): then chance beyond K is a finding, not a failure to learn
+    within = max(xi for xi in c.horizons if xi <= K)
+    learned = (f"RATE · xi={within}", f"DT · xi={within}")
+    comps = [
+        Comparison(f"RATE · xi={xi}", f"DT · xi={xi}", floor="chance", sides=learned)
+        for xi in beyond
+    ] + [Comparison(f"RATE · xi={xi}", "chance", floor="chance", sides=learned) for xi in beyond]
+    t = c.offline("rate")
+    return ClaimResult(
+        claim=_claim(RO_10, cfg),
+        estimates=est,
+        ours=f"RATE · xi={max(beyond)}",
+        comparisons=comps,
+        budget=f"K = {K}; trained on corridors {c.train_lengths} ({c.episodes} oracle runs "
+        f"each), scored at xi = {c.horizons}; {cfg.seeds} seeds",
+        deviations=[
+            f"{t.layers} layers, d_model {t.d_model}, {t.memory_tokens} memory tokens, "
+            f"segments of K = {K} (reference: 10 layers, 64, 15 tokens, K = 50; DT 8 layers)",
+            "the 2023 RATE: memory tokens only (no Transformer-XL cache, no Memory Retention "
+            "Valve); learned positions within a segment",
+            "our Passive T-Maze: 2 actions, the cue seen at step 0 only (reference: 4 "
+            "actions, a y-position and a noise channel)",
+            f"trained on corridors {c.train_lengths} (reference: 1-3 segments, 50/100/150; a "
+            "half segment added so every xi <= K is seen)",
+        ],
+        used=Budget(t.epochs, "epochs"),
+        trend_note="none: scored once, after training",
+        coverage_complete=max(beyond) >= 16 * K,
+        coverage_note=f"xi up to {max(beyond) // K}K (reference: up to 9600 steps, 192K)",
+    )
+
+
+CLAIMS = (ro_1, ro_2, ro_3, ro_4, ro_5, ro_6, ro_7, ro_8, ro_9, ro_10)
 
 
 def claims(

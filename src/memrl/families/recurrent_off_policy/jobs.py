@@ -220,15 +220,15 @@ def card_job(
     horizons: list[int],
     eval_episodes: int,
 ) -> dict[str, Any]:
-    """One memory-card run: ``model`` trained by behaviour cloning on oracle T-Maze
-    trajectories of ``train_lengths`` (``episodes`` each; the same data for every seed),
-    then its greedy success rate at every corridor length in ``horizons``."""
+    """One memory-card run: ``model`` trained by behaviour cloning on the oracle T-Maze runs
+    of ``train_lengths`` in ``data/tmaze`` (the first ``episodes`` of each; the same data
+    for every seed), then its greedy success rate at every corridor length in ``horizons``."""
     from memrl.agents import rate
-    from memrl.runtime import seed_everything
+    from memrl.runtime import repo_root, seed_everything
 
     seed_everything(seed)
     p = rate.OfflineParams(**hp)
-    data = [rate.oracle_trajectories(L, episodes, 1000 * L) for L in train_lengths]
+    data = rate.load_oracle(repo_root() / rate.ORACLE_DIR, train_lengths, episodes)
     policy, losses = rate.train(data, p, seed)
     success = {
         str(xi): rate.success_rate(policy, xi, eval_episodes, 10**6 * (seed + 1)) for xi in horizons
@@ -240,6 +240,7 @@ def card_job(
         "seed": seed,
         "success": success,
         "losses": losses,
+        "params": sum(q.numel() for q in policy.parameters()),
     }
 
 
@@ -290,6 +291,24 @@ def core_timing(batch: int, steps: int, inputs: int, hidden: int, repeats: int) 
             ms[name].append(1e3 * (time.perf_counter() - start))
     params = {name: sum(p.numel() for p in m.parameters()) for name, _, m in cores}
     return {"ms": ms, "params": params}
+
+
+def preflight(cfg: RecurrentOffPolicyParams) -> None:
+    """Fail before any job if the memory card's oracle data is missing or lacks a corridor
+    or a run it asks for."""
+    if cfg.card is not None:
+        from memrl.agents.rate import ORACLE_DIR, load_oracle
+        from memrl.runtime import repo_root
+
+        c = cfg.card
+        got = load_oracle(repo_root() / ORACLE_DIR, c.train_lengths, c.episodes)
+        short = [
+            L for L, d in zip(c.train_lengths, got, strict=True) if len(d.actions) < c.episodes
+        ]
+        if short:
+            raise ValueError(
+                f"card.episodes = {c.episodes}: {ORACLE_DIR} holds fewer runs of corridors {short}"
+            )
 
 
 def grid(cfg: RecurrentOffPolicyParams) -> list[JobSpec]:

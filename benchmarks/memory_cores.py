@@ -1,13 +1,15 @@
-"""FFM vs GRU training-step time, measured in this run (Morad et al. 2023's benchmark shape).
+"""Memory cores' training-step time, measured in this run (the FFM paper's and popjaxrl's
+benchmark shape), as ratios to the fused GRU timed in the same run.
 
 One Adam step (forward over the whole sequence, backward, update) on a batch of
-8 sequences x 1024 steps x 128 inputs, hidden 256, for:
+8 sequences x 1024 steps x 128 inputs, width 256, for:
 
-- a ``GRUCell`` stepped in a Python loop (the baseline of the FFM paper's ~100x claim),
-- the fused ``nn.GRU`` (what one would actually use),
-- memrl's ``FFMCore`` (closed-form recurrence, one cumulative sum per chunk).
+- a ``GRUCell`` stepped in a Python loop (the baseline of FFM's ~100x and S5's > 5x claims),
+- the fused ``nn.GRU`` and ``nn.LSTM`` (what one would actually use),
+- memrl's ``FFMCore`` (closed-form recurrence, chunked),
+- memrl's ``S5Core``, one layer and four (as popjaxrl's POPGym agent stacks it).
 
-    python benchmarks/ffm_vs_gru.py [--batch 8] [--time 1024] [--reps 5] [--threads 1]
+    python benchmarks/memory_cores.py [--batch 8] [--time 1024] [--reps 5] [--threads 1]
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import time
 import torch as th
 from torch import nn
 
-from memrl.memory.cores import FFMCore, GRUCore
+from memrl.memory.cores import FFMCore, GRUCore, LSTMCore, S5Core
 
 
 class GRUCellLoop(nn.Module):
@@ -73,11 +75,15 @@ def main() -> None:
     cores = {
         "GRUCell loop": GRUCellLoop(a.inputs, a.hidden),
         "nn.GRU (fused)": GRUCore(a.inputs, a.hidden),
+        "LSTM (fused)": LSTMCore(a.inputs, a.hidden),
         "FFM (memrl)": FFMCore(a.inputs, a.hidden),
+        "S5 (memrl)": S5Core(a.inputs, a.hidden),
+        "S5 x 4 layers": S5Core(a.inputs, a.hidden, layers=4),
     }
     secs = {name: time_step(core, x, a.reps) for name, core in cores.items()}
+    gru = secs["nn.GRU (fused)"]
     for name, s in secs.items():
-        print(f"  {name:<15} {s * 1e3:9.1f} ms   FFM speed-up: {s / secs['FFM (memrl)']:6.2f}x")
+        print(f"  {name:<15} {s * 1e3:9.1f} ms   time / fused GRU's: {s / gru:6.2f}x")
 
 
 if __name__ == "__main__":
