@@ -28,9 +28,11 @@ def load_rows(results: Path) -> list[dict[str, Any]]:
     for f in files:
         rows.extend(json.loads(f.read_text()))
 
-    def key(r: dict[str, Any]) -> tuple[int, str]:
+    def key(r: dict[str, Any]) -> tuple[int, str, int]:
         fam = r["family"]
-        return (FAMILY_ORDER.index(fam) if fam in FAMILY_ORDER else 99, r["claim_id"])
+        prefix, _, number = r["claim_id"].rpartition("-")  # RO-10 after RO-9, not RO-1
+        order = FAMILY_ORDER.index(fam) if fam in FAMILY_ORDER else 99
+        return (order, prefix, int(number) if number.isdigit() else 0)
 
     return sorted(rows, key=key)
 
