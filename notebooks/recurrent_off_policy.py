@@ -168,11 +168,11 @@ save_figure(fig, out / "figures" / "tmaze.png")
 # the core at the timing job's sizes.
 
 # %%
-memory_card = ro_card.card(runs.card, cfg.bootstrap_reps)
+memory_card = ro_card.card(runs.card, cfg.bootstrap_reps, runs.timing)
 atomic_write_json(out / "memory_card.json", memory_card)
 if memory_card["rows"]:
     print(f"K = {cfg.card.context}; {memory_card['rule']}")
-    print(ro_card.table(memory_card, runs.timing).to_string())
+    print(ro_card.table(memory_card).to_string())
     fig, ax = plt.subplots(figsize=(6, 3.8))
     card_rows = pd.DataFrame(memory_card["rows"])
     plots.ci_points(ax, card_rows, "xi_over_K", "ξ / K", "success rate", by="core")

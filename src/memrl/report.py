@@ -119,6 +119,9 @@ def card_section(results: Path) -> str:
         "|" + "---|" * len(head),
     ]
     lines += ["| " + " | ".join(row) + " |" for row in body]
+    figure = "recurrent_off_policy/figures/memory_card.png"
+    if (results / figure).is_file():
+        lines += ["", f"![success against xi / K for every core]({figure})"]
     return "\n".join(lines)
 
 

@@ -76,8 +76,8 @@ def _estimate(e: dict[str, Any]) -> str:
     return f"{e['iqm']:.4g} [{e['ci_low']:.4g}, {e['ci_high']:.4g}]"
 
 
-def card_html(card: dict[str, Any]) -> str:
-    """The memory card's table (``memory_card.json``), or nothing."""
+def card_html(card: dict[str, Any], figure: str = "") -> str:
+    """The memory card's table (``memory_card.json``) and its figure, or nothing."""
     from memrl.families.recurrent_off_policy.card import summary
 
     if not card.get("rows"):
@@ -94,6 +94,13 @@ def card_html(card: dict[str, Any]) -> str:
             "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in body
         )
         + "</tbody></table>"
+        + (
+            f"<figure><img src='{figure}' alt='success against xi / K for every core'>"
+            "<figcaption>Success against ξ / K: IQM over seeds with its 95% CI; chance 0.5, "
+            "ξ = K dashed.</figcaption></figure>"
+            if figure
+            else ""
+        )
     )
 
 
@@ -161,7 +168,10 @@ def index(
         ]
         lines.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     lines.append("</tbody></table>")
-    lines.append(card_html(card or {}))
+    card_figure = [
+        f for f in figures.get("recurrent_off_policy", []) if f.endswith("/memory_card.png")
+    ]
+    lines.append(card_html(card or {}, card_figure[0] if card_figure else ""))
     return page("memrl — claims", "\n".join(lines), pages)
 
 

@@ -27,6 +27,14 @@ from memrl.stats.compare import arm
 REMEMBERS = 0.9  # success IQM at which a core counts as recalling the cue
 CHANCE = 0.5  # a fixed turn succeeds on half of the mazes
 LONG, SHORT, FAILS = "long-term", "short-term", "fails at xi <= K"
+# the timing job's names of the cores the card classifies (DT and RATE are not timed)
+TIMED = {
+    "gru": "nn.GRU (fused)",
+    "lstm": "LSTM (fused)",
+    "ffm": "FFM",
+    "s5": "S5",
+    "window": "window",
+}
 
 
 def remembers(iqm: float, ci_low: float) -> bool:
@@ -47,10 +55,13 @@ def classify(points: dict[int, tuple[float, float]], K: int) -> tuple[str, float
     return (LONG if any(hit for xi, hit in ok.items() if xi > K) else SHORT), reach
 
 
-def card(results: Sequence[dict[str, Any]], reps: int) -> dict[str, Any]:
+def card(results: Sequence[dict[str, Any]], reps: int, timing: Any = None) -> dict[str, Any]:
     """The card from the stored card runs (one per core and seed, each with its success
     rate at every ``xi``): rows (core, K, xi, success IQM with its CI, seeds) and one class
-    per core, as ``results/<profile>/memory_card.json`` holds them."""
+    per core with its costs (parameters at the card's sizes; with ``timing``, the timing
+    job's table, the median ms of a training step at its sizes), as
+    ``results/<profile>/memory_card.json`` holds them."""
+    ms = timing.groupby("core").ms.median() if timing is not None and len(timing) else {}
     by_core: dict[str, list[dict[str, Any]]] = {}
     for r in results:
         by_core.setdefault(r["core"], []).append(r)
@@ -83,6 +94,9 @@ def card(results: Sequence[dict[str, Any]], reps: int) -> dict[str, Any]:
                 "reach_xi_over_K": reach,
                 "final_loss": float(np.mean([r["losses"][-1] for r in runs])),
                 "params": runs[0].get("params"),
+                "ms_per_step": (
+                    round(float(ms[TIMED[core]]), 1) if TIMED.get(core) in ms else None
+                ),
             }
         )
     return {
@@ -104,7 +118,7 @@ TIMED = {
 }
 
 
-def table(memory_card: dict[str, Any], timing: Any = None) -> Any:
+def table(memory_card: dict[str, Any]) -> Any:
     """One row per core: success IQM [CI] at each xi, its class and reach, and what it
     costs (ms per training step and parameters, from the timing job's sizes)."""
     import pandas as pd
@@ -121,11 +135,8 @@ def table(memory_card: dict[str, Any], timing: Any = None) -> Any:
     wide["class"] = classes["class"]
     wide["reach (xi/K)"] = classes["reach_xi_over_K"]
     wide["params"] = classes["params"]  # at the card's sizes
-    if timing is not None and len(timing):  # at the timing job's sizes (DT, RATE: not timed)
-        ms = timing.groupby("core").ms.median()
-        wide["ms/step (timing sizes)"] = [
-            round(ms[TIMED[c]], 1) if c in TIMED and TIMED[c] in ms else None for c in wide.index
-        ]
+    if "ms_per_step" in classes:  # at the timing job's sizes (DT, RATE: not timed)
+        wide["ms/step (timing sizes)"] = classes["ms_per_step"]
     order = list(dict.fromkeys(r["core"] for r in memory_card["classes"]))
     return wide.loc[order]
 
@@ -137,7 +148,7 @@ def summary(memory_card: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     horizons = sorted({r["xi"] for r in rows})
     K = rows[0]["K"] if rows else 0
     head = ["core", *(f"ξ={xi}" + (" (K)" if xi == K else "") for xi in horizons)]
-    head += ["class", "reach (ξ/K)"]
+    head += ["class", "reach (ξ/K)", "parameters", "ms per training step"]
     cells = {
         (r["core"], r["xi"]): f"{r['iqm']:.2f} [{r['ci_low']:.2f}, {r['ci_high']:.2f}]"
         for r in rows
