@@ -122,6 +122,7 @@ def test_the_report_and_the_site_publish_the_memory_card(results, site):
     assert "## The memory card" in (results / "REPORT.md").read_text()
     index = (site / "index.html").read_text()
     assert "id='memory-card'" in index and "<td>long-term</td>" in index
+    assert "<th>ms per training step</th>" in index and "<td>not timed</td>" in index
 
 
 def test_nothing_is_loaded_from_the_network(site):

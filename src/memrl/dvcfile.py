@@ -100,6 +100,7 @@ def dvc_yaml(profile: str = "default") -> dict[str, Any]:
                 "src/memrl/cli.py",
                 "src/memrl/report.py",
                 "src/memrl/families/__init__.py",
+                "src/memrl/families/recurrent_off_policy/card.py",  # the card's section
                 "src/memrl/stats/claims.py",
                 "src/memrl/stats/compare.py",
             }

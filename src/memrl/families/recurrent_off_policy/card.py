@@ -143,7 +143,7 @@ def table(memory_card: dict[str, Any]) -> Any:
 
 def summary(memory_card: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     """The card as a header and rows of text (the report's and the site's table): each
-    core's success IQM [95% CI] at every xi, its class and reach."""
+    core's success IQM [95% CI] at every xi, its class and reach, and its costs."""
     rows = memory_card.get("rows", [])
     horizons = sorted({r["xi"] for r in rows})
     K = rows[0]["K"] if rows else 0
@@ -159,6 +159,8 @@ def summary(memory_card: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
             *(cells.get((c["core"], xi), "—") for xi in horizons),
             c["class"],
             f"{c['reach_xi_over_K']:g}",
+            f"{c['params']:,}" if c.get("params") else "—",
+            f"{c['ms_per_step']:g}" if c.get("ms_per_step") else "not timed",
         ]
         for c in memory_card.get("classes", [])
     ]
