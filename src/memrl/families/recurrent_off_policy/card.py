@@ -108,16 +108,6 @@ def card(results: Sequence[dict[str, Any]], reps: int, timing: Any = None) -> di
     }
 
 
-# the timing job's names of the cores the card classifies (DT and RATE are not timed)
-TIMED = {
-    "gru": "nn.GRU (fused)",
-    "lstm": "LSTM (fused)",
-    "ffm": "FFM",
-    "s5": "S5",
-    "window": "window",
-}
-
-
 def table(memory_card: dict[str, Any]) -> Any:
     """One row per core: success IQM [CI] at each xi, its class and reach, and what it
     costs (ms per training step and parameters, from the timing job's sizes)."""
