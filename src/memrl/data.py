@@ -3,7 +3,8 @@
 ``data/`` holds what earlier experiments left behind for Replay across
 Experiments (the full replay of one SAC run), for the LLM memory family, the
 generated WebShop-like catalogue with its task splits and the LoCoMo-like
-dialogues, and the oracle Passive T-Maze runs the memory card clones.  A fresh clone gets it with ``make data``, which first pulls it from
+dialogues, and the oracle Passive T-Maze runs the memory card clones. A fresh
+clone gets it with ``make data``, which first pulls it from
 the DVC remote inside the repo (``.dvc-store/``) and otherwise rebuilds it
 deterministically (:func:`build`); either way its hash must equal the one in
 ``data.dvc``.

@@ -102,7 +102,7 @@ def card_section(results: Path) -> str:
     """The memory card (``memory_card.json``) as a Markdown section, when there is one."""
     from memrl.families.recurrent_off_policy.card import summary
 
-    path = results / "recurrent_off_policy" / "memory_card.json"
+    path = results / "memory_card.json"  # published beside the report by :func:`write`
     card = json.loads(path.read_text()) if path.is_file() else {}
     if not card.get("rows"):
         return ""

@@ -138,7 +138,7 @@ class FFMCore(nn.Module):
         acc_re = th.einsum("timc,bnim->bntmc", w_re, u)  # (B, n, L, m, c)
         acc_im = th.einsum("timc,bnim->bntmc", w_im, u)
         # carry across chunks: the state entering chunk k is
-        #   C_k = gamma^{kL} C_0 + sum_{j<k} gamma^{(k-1-j)L} E_j,   E_j = gamma^L A_j(L),
+        #   C_k = gamma^{kL} C_0 + sum_{j<k} gamma^{(k-1-j)L} E_j,   E_j = S_local,j(L),
         # a decaying (never growing) lower-triangular mix over chunks: one batched matmul
         k = th.arange(n, dtype=u.dtype, device=u.device)
         d = k[:, None] - 1 - k[None, :]  # (n, n): chunks between j's end and k's start

@@ -108,29 +108,6 @@ def card(results: Sequence[dict[str, Any]], reps: int, timing: Any = None) -> di
     }
 
 
-def table(memory_card: dict[str, Any]) -> Any:
-    """One row per core: success IQM [CI] at each xi, its class and reach, and what it
-    costs (ms per training step and parameters, from the timing job's sizes)."""
-    import pandas as pd
-
-    rows = pd.DataFrame(memory_card["rows"])
-    if rows.empty:
-        return rows
-    cell = rows.assign(
-        s=[f"{r.iqm:.2f} [{r.ci_low:.2f}, {r.ci_high:.2f}]" for r in rows.itertuples()]
-    )
-    wide = cell.pivot(index="core", columns="xi", values="s")
-    wide.columns = [f"xi={c}" for c in wide.columns]
-    classes = pd.DataFrame(memory_card["classes"]).set_index("core")
-    wide["class"] = classes["class"]
-    wide["reach (xi/K)"] = classes["reach_xi_over_K"]
-    wide["params"] = classes["params"]  # at the card's sizes
-    if "ms_per_step" in classes:  # at the timing job's sizes (DT, RATE: not timed)
-        wide["ms/step (timing sizes)"] = classes["ms_per_step"]
-    order = list(dict.fromkeys(r["core"] for r in memory_card["classes"]))
-    return wide.loc[order]
-
-
 def summary(memory_card: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     """The card as a header and rows of text (the report's and the site's table): each
     core's success IQM [95% CI] at every xi, its class and reach, and its costs."""
@@ -155,3 +132,11 @@ def summary(memory_card: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         for c in memory_card.get("classes", [])
     ]
     return head, body
+
+
+def table(memory_card: dict[str, Any]) -> Any:
+    """:func:`summary` as a DataFrame indexed by core (the notebook's table)."""
+    import pandas as pd
+
+    head, body = summary(memory_card)
+    return pd.DataFrame(body, columns=head).set_index("core")

@@ -239,9 +239,12 @@ def _envs_with(runs: Runs, *methods: str) -> list[str]:
 
 
 def _claim(claim: Claim, cfg: RecurrentOffPolicyParams) -> Claim:
-    n = {RO_7.claim_id: cfg.tmaze.eval_episodes}.get(claim.claim_id, cfg.eval_episodes)
-    if claim is RO_10 and cfg.card is not None:
+    if claim is RO_7:
+        n = cfg.tmaze.eval_episodes
+    elif claim is RO_10 and cfg.card is not None:
         n = cfg.card.eval_episodes
+    else:
+        n = cfg.eval_episodes
     return replace(claim, metric=claim.metric.format(n=n))
 
 

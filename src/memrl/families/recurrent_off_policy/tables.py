@@ -60,12 +60,13 @@ PLOTS = (
 
 class Runs(NamedTuple):
     """Every stored run of the family: ``main`` (one row per env, method and seed), ``tmaze``
-    (one per T-Maze length, method and seed) and ``timing`` (every memory core, ms per repeat, and its parameters)."""
+    (one per T-Maze length, method and seed), ``timing`` (every memory core, ms per repeat,
+    and its parameters) and ``card`` (the memory card's runs)."""
 
     main: pd.DataFrame
     tmaze: pd.DataFrame
     timing: pd.DataFrame | None
-    card: tuple[dict[str, Any], ...] = ()  # the memory card's runs (memrl.families...card)
+    card: tuple[dict[str, Any], ...] = ()
 
     def budgets(self) -> dict[str, int]:
         """Env -> training steps of its runs."""
