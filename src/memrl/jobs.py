@@ -2,8 +2,8 @@
 
 A :class:`JobSpec` is one run — a top-level function named ``"module:function"``, its
 keyword arguments (one configuration and one seed, JSON values only) and its expected cost.
-Its :attr:`~JobSpec.key` is a stable hash of the function, the arguments and the
-fingerprint of the code the job runs, so a result is reused exactly when rerunning it
+Its :attr:`~JobSpec.key` is a stable hash of the function, the arguments, the
+fingerprint of the code the job runs and the pinned instruction set, so a result is reused exactly when rerunning it
 would compute the same thing.
 
 Running, storing and loading jobs is :mod:`memrl.runs`; the fingerprint is
@@ -19,6 +19,8 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from memrl import isa
 
 
 # =========================================================================== the spec
@@ -81,8 +83,11 @@ class JobSpec:
 
     @property
     def key(self) -> str:
-        """A stable hash of the function, its arguments and the code fingerprint."""
-        payload = _canonical({"fn": self.fn, "kwargs": self.kwargs, "code": self.code})
+        """A stable hash of the function, its arguments, the code fingerprint and the pinned
+        instruction set (:mod:`memrl.isa`: other kernels compute other numbers)."""
+        payload = _canonical(
+            {"fn": self.fn, "kwargs": self.kwargs, "code": self.code, "isa": isa.KEY}
+        )
         return hashlib.sha256(payload.encode()).hexdigest()[:20]
 
     @property

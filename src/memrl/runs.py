@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memrl import families
+from memrl import families, isa
 from memrl.config import ConfigError, load_family, load_runtime, parse_overrides
 from memrl.jobs import JobSpec, _canonical, resolve
 from memrl.runtime import (
@@ -45,20 +45,23 @@ from memrl.runtime import (
 )
 
 STORE_VERSION = 1
+ISA_FIELD = "_isa"  # run_spec's note of the kernels a job ran with; the store files it apart
 
 
 # =========================================================================== running one job
 def run_spec(spec: Mapping[str, Any], threads: int = 1) -> tuple[dict[str, Any], float]:
     """Run one job (a spec as JSON) in this process: (its result, seconds). Used by every
-    executor, so a job runs the same way on a pool worker and on a Ray worker."""
+    executor, so a job runs the same way on a pool worker and on a Ray worker. The kernels it
+    computes with are checked first (:func:`memrl.isa.check`) and kept with the result."""
     set_torch_threads(threads)
+    kernels = isa.check()
     fn = resolve(spec["fn"])
     start = time.perf_counter()
     result = fn(**spec["kwargs"])
     seconds = time.perf_counter() - start
     if not isinstance(result, dict):
         raise TypeError(f"{spec['fn']} returned {type(result).__name__}, not a dict")
-    return result, seconds
+    return {**result, ISA_FIELD: {**kernels, **isa.check()}}, seconds
 
 
 # =========================================================================== the store
@@ -109,6 +112,8 @@ class RunStore:
 
     def save(self, spec: JobSpec, result: dict[str, Any], seconds: float) -> Path:
         """Store a result atomically: its files first, the record last (the commit mark)."""
+        result = dict(result)
+        kernels = result.pop(ISA_FIELD, None)
         files = result.pop("files", None) or {}
         if files:
             tmp_dir = self.root / f".{spec.key}.files.tmp"
@@ -126,6 +131,7 @@ class RunStore:
             "spec": spec.to_json(),
             "seconds": seconds,
             "files": sorted(files),
+            "isa": kernels,
             "result": result,
         }
         path = self.path(spec)
@@ -343,15 +349,21 @@ def _ray(todo: list[JobSpec], done, workers: int, threads: int) -> None:
         ) from None
 
     started = not ray.is_initialized()
+    # Ray's workers may load numpy before a job imports memrl: they start pinned instead
+    pinned = {"env_vars": {"MEMRL_ISA": isa.level(), **isa.LEVELS[isa.level()]}}
     session = None  # a local instance's session folder: ours, removed when it stops
     if started:
         address = os.environ.get("RAY_ADDRESS")
         if address:
-            ray.init(address=address, log_to_driver=False)
+            ray.init(address=address, log_to_driver=False, runtime_env=pinned)
         else:
             session = tempfile.mkdtemp(prefix="memrl-ray-")
             ray.init(
-                num_cpus=workers, include_dashboard=False, log_to_driver=False, _temp_dir=session
+                num_cpus=workers,
+                include_dashboard=False,
+                log_to_driver=False,
+                _temp_dir=session,
+                runtime_env=pinned,
             )
     gpus = ray.cluster_resources().get("GPU", 0) > 0
 

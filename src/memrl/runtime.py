@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from memrl import isa
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
@@ -60,7 +62,8 @@ def get_device(device: str = "auto") -> str:
 
 
 def set_torch_threads(n: int = 1) -> None:
-    """Limit torch and numpy's BLAS to ``n`` threads in this process.
+    """Limit torch and numpy's BLAS to ``n`` threads in this process, with the pinned
+    instruction set's convolutions (:mod:`memrl.isa`).
 
     Small networks and kNN searches on CPU run several times faster on one
     thread per process, with the other core running another seed.
@@ -70,6 +73,11 @@ def set_torch_threads(n: int = 1) -> None:
 
     th.set_num_threads(n)
     threadpool_limits(limits=n)  # stays in effect: no context manager
+    # oneDNN and NNPACK pick kernels and blocks by the CPU (its caches); off, convolutions
+    # run as matrix products on MKL's pinned branch, like every linear layer (memrl.isa)
+    native = isa.level() == "native"
+    th.backends.mkldnn.enabled = native
+    th.backends.nnpack.set_flags(native)
 
 
 def seed_everything(seed: int) -> None:

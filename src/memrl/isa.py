@@ -1,0 +1,136 @@
+"""The instruction set every run computes with: one kernel set, whatever the x86-64 CPU.
+
+torch, MKL, oneDNN, numpy and OpenBLAS each pick their kernels by the CPU's instruction set
+when they load, and kernels of different widths add in different orders: the same seed then
+gives different numbers on an AVX-512 Xeon and an AVX2 EPYC (measured: the smoke job
+``DQN+PER`` seed 0 ends at return 222 under torch's AVX2 kernels and at 293 under its
+default ones, on one machine). :func:`pin` names one kernel set in this process's
+environment before those libraries read it; every process started from here inherits it
+(the pool's workers, Ray's through its runtime env, the papermill and nbval kernels).
+
+Levels (``MEMRL_ISA``; ``x86-64-v3`` unless set):
+
+- ``x86-64-v3`` (AVX2 + FMA, every x86-64 CPU since 2015 and every machine of this project's
+  kind): torch's AVX2 kernels, numpy's x86-64-v3 dispatch (its AVX-512 paths off), OpenBLAS's
+  Haswell kernels, oneDNN capped at AVX2; MKL on its ``COMPATIBLE`` branch, the one branch
+  Intel documents as giving the same results on non-Intel CPUs (its ``AVX2`` branch falls back
+  to per-CPU dispatch on AMD: measured, it changes the smoke job above).
+- ``x86-64-v2`` (SSE4.2: any x86-64 CPU from 2009): torch's default kernels, numpy's
+  baseline, OpenBLAS's Nehalem kernels, oneDNN capped at SSE4.1, MKL ``COMPATIBLE``.
+- ``native``: nothing pinned, each library picks for the CPU (benchmarks only; results then
+  follow the CPU, and a run records so).
+
+What each level costs against ``native``: ``benchmarks/isa.py``. The level is part of every
+job's key (:data:`KEY`), so runs computed under another kernel set are never reused as if
+they were the same result.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+# numpy's dispatch targets above its x86-64-v2 baseline (numpy >= 2.4 names them so)
+_NUMPY_ABOVE_V3 = "X86_V4 AVX512_ICL AVX512_SPR"
+_NUMPY_ABOVE_V2 = f"X86_V3 {_NUMPY_ABOVE_V3}"
+
+LEVELS: dict[str, dict[str, str]] = {
+    "x86-64-v3": {
+        "ATEN_CPU_CAPABILITY": "avx2",
+        "MKL_CBWR": "COMPATIBLE,STRICT",
+        "ONEDNN_MAX_CPU_ISA": "AVX2",
+        "NPY_DISABLE_CPU_FEATURES": _NUMPY_ABOVE_V3,
+        "OPENBLAS_CORETYPE": "Haswell",
+    },
+    "x86-64-v2": {
+        "ATEN_CPU_CAPABILITY": "default",
+        "MKL_CBWR": "COMPATIBLE,STRICT",
+        "ONEDNN_MAX_CPU_ISA": "SSE41",
+        "NPY_DISABLE_CPU_FEATURES": _NUMPY_ABOVE_V2,
+        "OPENBLAS_CORETYPE": "Nehalem",
+    },
+    "native": {},
+}
+DEFAULT = "x86-64-v3"
+# what a CPU must have for a level's kernels (/proc/cpuinfo's names)
+_NEEDS = {"x86-64-v3": ("avx2", "fma", "bmi2", "f16c"), "x86-64-v2": ("sse4_2", "popcnt")}
+# what each library reports once pinned (numpy: its dispatch targets above the baseline)
+_EXPECT: dict[str, dict[str, Any]] = {
+    "x86-64-v3": {"torch": "AVX2", "numpy": ["X86_V3"], "openblas": "Haswell"},
+    "x86-64-v2": {"torch": "DEFAULT", "numpy": [], "openblas": "Nehalem"},
+}
+
+
+class ISAError(RuntimeError):
+    """The pinned kernels cannot run here, or a library chose its kernels before the pin."""
+
+
+def level() -> str:
+    """The level asked for: ``$MEMRL_ISA``, else :data:`DEFAULT`."""
+    name = os.environ.get("MEMRL_ISA", DEFAULT)
+    if name not in LEVELS:
+        raise ISAError(f"MEMRL_ISA={name!r} is not a level; use one of {', '.join(LEVELS)}")
+    return name
+
+
+KEY = level()  # what job keys carry (memrl.jobs.JobSpec.key)
+
+
+def pin() -> str:
+    """Set the level's variables in this process's environment (overriding any already
+    set: an outer ``ATEN_CPU_CAPABILITY`` must not change a result) and return the level.
+
+    Call it before numpy or torch is imported; :func:`check` tells whether that held.
+    """
+    name = level()
+    os.environ["MEMRL_ISA"] = name
+    os.environ.update(LEVELS[name])
+    return name
+
+
+def _cpu_flags() -> set[str] | None:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return None  # not Linux: nothing to check against
+
+
+def check() -> dict[str, Any]:
+    """What this process computes with, as a run records it; raises :class:`ISAError` with
+    its fix when the CPU lacks the level or a library picked its kernels before the pin."""
+    name = level()
+    flags = _cpu_flags()
+    missing = [f for f in _NEEDS.get(name, ()) if flags is not None and f not in flags]
+    if missing:
+        raise ISAError(
+            f"this CPU lacks {', '.join(missing)}, which the pinned kernels ({name}) need; "
+            "run with MEMRL_ISA=x86-64-v2 (results then differ from the published ones)"
+        )
+    seen: dict[str, Any] = {}
+    if "torch" in sys.modules:
+        import torch
+
+        seen["torch"] = torch.backends.cpu.get_cpu_capability()
+    if "numpy" in sys.modules:
+        from numpy._core._multiarray_umath import __cpu_features__ as feats
+
+        seen["numpy"] = [f for f in ("X86_V3", "X86_V4") if feats.get(f)]
+        try:
+            from threadpoolctl import threadpool_info
+
+            blas = [i for i in threadpool_info() if i.get("internal_api") == "openblas"]
+            seen["openblas"] = blas[0].get("architecture") if blas else None
+        except ImportError:
+            pass
+    wrong = {k: v for k, v in seen.items() if name in _EXPECT and _EXPECT[name][k] != v}
+    if wrong:
+        raise ISAError(
+            f"{', '.join(wrong)} chose its kernels ({wrong}) before memrl pinned {name}: "
+            "import memrl before numpy and torch, or start with `python -m memrl`"
+        )
+    return {"level": name, **seen}
