@@ -6,14 +6,17 @@ they skip). REMEMBERER decisions and Memory-R1 operations recorded from the agen
 are scored through it and in-process, and must choose alike.
 
 Faults: a server that is down, too slow, at a wrong URL or answering malformed JSON each
-give one :class:`ServerError` naming the URL, within the configured timeout (the faulty
-servers here are small local HTTP servers that misbehave on purpose).
+give one :class:`ServerError` naming the URL, after the configured tries (the faulty servers
+here are small local HTTP servers that misbehave on purpose). No test here bounds a wall
+time: a slow server holds its answer until the test ends, so only a timeout that fired can
+explain the error the client reports.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import socket
 import subprocess
 import sys
@@ -43,11 +46,15 @@ def _free_port() -> int:
 # =========================================================================== faults
 class _Faulty(BaseHTTPRequestHandler):
     mode = "json"
+    requests: list[str]  # the paths asked for, one per try
+    release: threading.Event  # a slow server answers once the test has ended
 
     def do_POST(self):  # noqa: N802 (http.server's name)
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.requests.append(self.path)
         if self.mode == "slow":
-            time.sleep(2.0)
+            self.release.wait(60)  # then a well-formed reply: a client without a timeout
+            # would report its content ("no prompt log-prob"), not "did not answer"
         if self.mode == "missing":
             self.send_error(404, "Not Found")
             return
@@ -63,27 +70,32 @@ class _Faulty(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def faulty():
-    """A local HTTP server whose behaviour the test sets: ``faulty(mode) -> url``."""
-    servers = []
+    """A local HTTP server whose behaviour the test sets: ``faulty(mode) -> url``; the
+    requests it got are ``faulty.requests[url]``."""
+    servers, release = [], threading.Event()
 
     def start(mode: str) -> str:
-        handler = type("Handler", (_Faulty,), {"mode": mode})
+        requests: list[str] = []
+        handler = type("Handler", (_Faulty,), {"mode": mode, "requests": requests})
+        handler.release = release
         srv = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         threading.Thread(target=srv.serve_forever, daemon=True).start()
         servers.append(srv)
-        return f"http://127.0.0.1:{srv.server_address[1]}"
+        url = f"http://127.0.0.1:{srv.server_address[1]}"
+        start.requests[url] = requests
+        return url
 
+    start.requests = {}
     yield start
+    release.set()
     for srv in servers:
         srv.shutdown()
         srv.server_close()
 
 
-def _fails_within(scorer: ServerScorer, seconds: float, *words: str) -> str:
-    start = time.monotonic()
+def _fails(scorer: ServerScorer, *words: str) -> str:
     with pytest.raises(ServerError) as err:
         scorer.check()
-    assert time.monotonic() - start < seconds
     msg = str(err.value)
     assert scorer.endpoint in msg and "\n" not in msg
     for w in words:
@@ -93,18 +105,21 @@ def _fails_within(scorer: ServerScorer, seconds: float, *words: str) -> str:
 
 def test_a_down_server_fails_once_naming_the_url():
     url = f"http://127.0.0.1:{_free_port()}"  # nothing listens there
-    _fails_within(ServerScorer(url, "m", timeout=1.0, retries=1), 5.0, "did not answer", "2 tries")
+    _fails(ServerScorer(url, "m", timeout=1.0, retries=1), "did not answer", "2 tries")
 
 
-def test_a_slow_server_fails_within_the_timeout(faulty):
-    scorer = ServerScorer(faulty("slow"), "m", timeout=0.3, retries=1)
-    _fails_within(scorer, 1.9, "did not answer", "0.3 s")
+def test_a_slow_server_fails_by_the_timeout_after_each_try(faulty):
+    """The server holds every answer until the test ends: the error can only come from the
+    client's timeout, once per try (1 + retries)."""
+    url = faulty("slow")
+    _fails(ServerScorer(url, "m", timeout=0.3, retries=1), "did not answer", "0.3 s", "2 tries")
+    assert len(faulty.requests[url]) == 2
 
 
 def test_a_wrong_url_and_malformed_replies_fail_with_what_was_expected(faulty):
-    _fails_within(ServerScorer(faulty("missing"), "m", timeout=2), 2.0, "HTTP 404", "llm.url")
-    _fails_within(ServerScorer(faulty("garbage"), "m", timeout=2), 2.0, "not JSON")
-    _fails_within(ServerScorer(faulty("json"), "m", timeout=2), 2.0, "no prompt log-prob")
+    _fails(ServerScorer(faulty("missing"), "m", timeout=2), "HTTP 404", "llm.url")
+    _fails(ServerScorer(faulty("garbage"), "m", timeout=2), "not JSON")
+    _fails(ServerScorer(faulty("json"), "m", timeout=2), "no prompt log-prob")
 
 
 def test_server_params_are_checked_before_any_run(tmp_path):
@@ -157,7 +172,7 @@ def server(tmp_path_factory):
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 600  # a hang guard, not a speed bound
         while True:
             try:
                 urllib.request.urlopen(url + "/v1/models", timeout=2).read()
@@ -245,5 +260,6 @@ def test_a_profile_on_the_server_passes_preflight_and_is_priced_per_decision(ser
     cfg = load_family("llm_memory_rl", "smoke", overrides=served)
     preflight(cfg)  # one small scoring request: the server scores
     seconds = decision_seconds(cfg, repeats=1)
-    assert seconds is not None and 0 < seconds < 120
+    # a price, not a speed: how fast the server is belongs in benchmarks/llm_scoring.py
+    assert seconds is not None and math.isfinite(seconds) and seconds > 0
     assert decision_seconds(load_family("llm_memory_rl", "smoke")) is None  # in-process
