@@ -96,7 +96,8 @@ nbval: data
 test: lint unit nbval
 
 lab: install
-	$(BIN)/python -m ipykernel install --sys-prefix --name memrl --display-name "memrl (.venv)" >/dev/null
+	$(BIN)/python -m ipykernel install --sys-prefix --name memrl --display-name "memrl (.venv)" \
+		$$($(BIN)/python -m memrl isa --kernel-env) >/dev/null  # kernels start pinned (memrl.isa)
 	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/
 
 # Regenerate notebooks/*.ipynb from their jupytext .py twins, executed on the smoke

@@ -71,8 +71,10 @@ def family_params(family: str, profile: str, sets: list[str]) -> Any:
 def select(specs: list[Any], job: str, seed: int) -> Any:
     """The one spec whose label holds every word of ``job`` (any case) and ``seed``."""
     words = job.lower().split()
-    # whole words of the label first ("RSAC-LSTM" is not "RSAC-LSTM-shared"), else parts of it
-    hits = [s for s in specs if set(words) <= set(s.name.lower().split())]
+    # the label itself first ("MFEC · Breakout" is not "MFEC r=2 · Breakout"), then its whole
+    # words ("RSAC-LSTM" is not "RSAC-LSTM-shared"), else parts of it
+    hits = [s for s in specs if _unseeded(s.name).lower() == job.lower()]
+    hits = hits or [s for s in specs if set(words) <= set(s.name.lower().split())]
     hits = hits or [s for s in specs if all(w in s.name.lower() for w in words)]
     seeded = [s for s in hits if s.kwargs.get("seed", seed) == seed]
     if len(seeded) == 1:
@@ -245,6 +247,31 @@ def _dvc_yaml(a: argparse.Namespace) -> int:
     return write_all(a.check)
 
 
+def _isa(a: argparse.Namespace) -> int:
+    """The pinned instruction set: its variables and what numpy and torch compute with."""
+    import numpy  # noqa: F401  (loaded after the pin: check() reads what it chose)
+    import torch  # noqa: F401
+
+    from memrl import isa
+    from memrl.runtime import set_torch_threads
+
+    pinned = isa.LEVELS[isa.level()]
+    if a.kernel_env:  # `make lab`: the kernel's environment, for ipykernel install --env
+        print(" ".join(f"--env {k} {v}" for k, v in {"MEMRL_ISA": isa.level(), **pinned}.items()))
+        return 0
+    try:
+        set_torch_threads(1)
+        seen = isa.check()
+    except isa.ISAError as err:
+        print(f"memrl isa: {err}", file=sys.stderr)
+        return 2
+    print(f"level {seen.pop('level')} (MEMRL_ISA; see memrl.isa)")
+    for k, v in pinned.items():
+        print(f"  {k}={v}")
+    print("computing with: " + ", ".join(f"{k} {v}" for k, v in seen.items()))
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
 
     ap = argparse.ArgumentParser(
@@ -309,6 +336,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true", help="fail if a dvc.yaml is out of date")
     p = verb("data", "data/: pull it, else rebuild it (ensure); rebuild (build); check (verify)")
     p.add_argument("action", choices=("ensure", "build", "verify"))
+    p = verb("isa", "the pinned instruction set every run computes with, and what it uses here")
+    p.add_argument("--kernel-env", action="store_true", help=argparse.SUPPRESS)
     p = verb("notebooks", "regenerate .ipynb from jupytext .py twins, run on the smoke profile")
     p.add_argument("paths", nargs="+", type=Path, help="notebooks/NAME.py ...")
     return ap
@@ -339,4 +368,4 @@ def main(argv: list[str] | None = None) -> int:
     if a.verb in ("params", "runs", "notebook", "report"):
         return _stage(a)
     verbs = {"site": _site, "plots": _plots, "data": _data, "dvc-yaml": _dvc_yaml}
-    return {**verbs, "notebooks": _notebooks}[a.verb](a)
+    return {**verbs, "notebooks": _notebooks, "isa": _isa}[a.verb](a)

@@ -27,13 +27,15 @@ they were the same result.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 from typing import Any
 
-# numpy's dispatch targets above its x86-64-v2 baseline (numpy >= 2.4 names them so)
-_NUMPY_ABOVE_V3 = "X86_V4 AVX512_ICL AVX512_SPR"
-_NUMPY_ABOVE_V2 = f"X86_V3 {_NUMPY_ABOVE_V3}"
+# numpy's dispatch targets above its x86-64-v2 baseline (numpy >= 2.4 names them so), with
+# commas: a value without spaces passes through shells and `ipykernel install --env`
+_NUMPY_ABOVE_V3 = "X86_V4,AVX512_ICL,AVX512_SPR"
+_NUMPY_ABOVE_V2 = f"X86_V3,{_NUMPY_ABOVE_V3}"
 
 LEVELS: dict[str, dict[str, str]] = {
     "x86-64-v3": {
@@ -74,7 +76,12 @@ def level() -> str:
     return name
 
 
-KEY = level()  # what job keys carry (memrl.jobs.JobSpec.key)
+def _key(name: str) -> str:
+    text = ",".join(f"{k}={v}" for k, v in sorted(LEVELS[name].items()))
+    return f"{name}:{hashlib.sha256(text.encode()).hexdigest()[:8]}"
+
+
+KEY = _key(level())  # what job keys carry (memrl.jobs.JobSpec.key): the level and its values
 
 
 def pin() -> str:
