@@ -257,6 +257,7 @@ def write(results: Path) -> Path:
                 "floors",
                 "floor_reason",
                 "ceiling",
+                "machine_dependent",
             )
         }
         | {
