@@ -1,6 +1,7 @@
 # memrl — two commands set up everything on a fresh machine:
 #   make repro   install into .venv if needed, then `dvc repro` (PROFILE=smoke|default|paper)
-#   make test    install, then lint, unit tests and nbval on every notebook
+#   make test    install, then lint, unit tests, nbval on every notebook and the smoke pipeline
+#                as two CPUs would compute it
 #   make lab     JupyterLab on the notebooks, with the project's environment as kernel
 #   make site    results/<profile>/site/index.html: every claim and notebook, offline (no training)
 #   make plots   results/<profile>/dvc_plots.html: the dvc plots, drawn offline (REVS=... to overlay)
@@ -18,7 +19,7 @@ export TRANSFORMERS_OFFLINE := 1
 export DVC_NO_ANALYTICS := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install lock data profile repro test unit browser llm-server site plots nbval lint lab notebooks bench
+.PHONY: install lock data profile repro test unit isa-pipeline browser llm-server site plots nbval lint lab notebooks bench
 
 # requirements.lock pins every version (constraints: the resolver has nothing left to search)
 CONSTRAINTS ?= -c requirements.lock
@@ -93,7 +94,12 @@ nbval: data
 	MEMRL_PROGRESS=0 $(BIN)/python -m pytest -q -p no:cacheprovider --nbval-lax --nbval-current-env \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg notebooks/*.ipynb
 
-test: lint unit nbval
+# the smoke pipeline twice, as a CPU without AVX2 and as this one would compute: the same
+# report and memory card (memrl.isa pins the kernels; ~20 min on 2 cores)
+isa-pipeline: data
+	$(BIN)/python tests/isa_pipeline.py
+
+test: lint unit nbval isa-pipeline
 
 lab: install
 	$(BIN)/python -m ipykernel install --sys-prefix --name memrl --display-name "memrl (.venv)" \
@@ -113,3 +119,4 @@ bench: install
 	$(BIN)/python benchmarks/recurrent_sac.py
 	$(BIN)/python benchmarks/lstm_ppo.py
 	$(BIN)/python benchmarks/seeds_per_process.py
+	$(BIN)/python benchmarks/isa.py

@@ -8,7 +8,8 @@ the pinned levels give the same result under an outer ``ATEN_CPU_CAPABILITY`` (t
 should: the pin overrides it) while ``native`` does not.
 
 The jobs: one of each kind of arithmetic the suite runs, at the smoke profile's size:
-an SB3 DQN on CartPole (small MLP), NEC on MinAtar Breakout (a convolution and a kNN over
+SB3's DQN on CartPole (small MLP) and on MinAtar (a convolution), SB3's SAC (two 256-wide
+MLPs, batch 256), NEC on MinAtar Breakout (a convolution and a kNN over
 numpy's BLAS), MFEC (random projection and kNN, numpy), recurrent SAC (an LSTM), and the
 LLM family's REMEMBERER with SmolLM2-135M (matrix products of a transformer).
 
@@ -27,6 +28,8 @@ import sys
 
 JOBS = {
     "DQN+PER (SB3, CartPole)": ("experience_replay", "DQN+PER", 0),
+    "DQN (SB3, MinAtar Breakout)": ("episodic_control", "DQN · Breakout", 0),
+    "SAC (SB3, Pendulum-V)": ("recurrent_off_policy", "SAC · Pendulum-V", 0),
     "NEC (MinAtar Breakout)": ("episodic_control", "NEC · Breakout", 0),
     "MFEC (MinAtar Breakout)": ("episodic_control", "MFEC · Breakout", 0),
     "RSAC-LSTM (Pendulum-V)": ("recurrent_off_policy", "RSAC-LSTM · Pendulum-V", 0),

@@ -96,7 +96,8 @@ def fake_runs(cfg, good: float, bad: float, seeds: int = 5, timing=None) -> tabl
                         "seed": s,
                         "total_timesteps": L,
                         "eval_return": 0.0,
-                        "success": 1.0 if ok else 0.5,
+                        # seeds differ a little: identical seeds have no spread to judge
+                        "success": (1.0 if ok else 0.5) - 0.02 * (s % 2),
                         "checkpoints": [0.5, 1.0],
                         "checkpoint_eval": [0.5, 1.0 if ok else 0.5],
                     }
@@ -184,7 +185,9 @@ def test_timing_claims_are_partial_below_the_papers_magnitude():
     )
     # S5: > 5x in both pairs reproduces; 5x in one pair only is partial; slower is a "no"
     rows = judged(_timing(FFM=10.0, loop=600.0, gru=100.0, S5=10.0, s5x4=60.0))
-    assert rows["RO-9"].verdict == REPRODUCED and set(rows["RO-9"].estimates) == {
+    # on a CPU the paper's condition (parallel scans on an accelerator) is not met: at most
+    # "partially" when the pairs hold, "inconclusive (accelerator hardware)" when they fail
+    assert rows["RO-9"].verdict == PARTIALLY and set(rows["RO-9"].estimates) == {
         "S5 (4 layers)",
         "GRUCell loop",
         "S5",
@@ -197,7 +200,7 @@ def test_timing_claims_are_partial_below_the_papers_magnitude():
     )
     assert (
         judged(_timing(FFM=10.0, loop=600.0, gru=30.0, S5=50.0, s5x4=60.0))["RO-9"].verdict
-        == NOT_REPRODUCED
+        == "inconclusive (accelerator hardware)"
     )
 
 
@@ -272,7 +275,10 @@ def _card_runs(cfg, rate: float, dt: float, seeds: int = 5) -> list[dict]:
             "core": core,
             "K": K,
             "seed": s,
-            "success": {str(xi): 1.0 if xi <= K else v for xi in cfg.card.horizons},
+            # seeds differ a little (0.98 / 1.0): identical seeds have no spread to judge
+            "success": {
+                str(xi): (1.0 if xi <= K else v) - 0.02 * (s % 2) for xi in cfg.card.horizons
+            },
             "losses": [0.5, 0.01],
         }
         for core, v in (("rate", rate), ("dt", dt))
@@ -299,3 +305,29 @@ def test_rate_claim_follows_the_card_runs():
     assert {r.claim.claim_id: r for r in ro.claims(full, runs)}["RO-10"].verdict == REPRODUCED
     runs = base._replace(card=tuple(_card_runs(full, 0.5, 0.5)))
     assert {r.claim.claim_id: r for r in ro.claims(full, runs)}["RO-10"].verdict == NOT_REPRODUCED
+
+
+def test_t_maze_claims_beat_the_random_policys_runs_not_a_constant():
+    """RO-7 and RO-10 compare against the random policy's runs on the same corridors (their
+    seeds vary around 0.5), not against the number 0.5."""
+    cfg = default_cfg()
+    rng = np.random.default_rng(1)
+    envs = [f"T-Maze L={L}" for L in cfg.tmaze.lengths]
+    envs += [f"T-Maze xi={xi}" for xi in cfg.card.horizons]
+    floors = pd.DataFrame(
+        [
+            {"floor": "random", "env": e, "seed": s, "episode_returns": rng.integers(0, 2, 50)}
+            for e in envs
+            for s in range(5)
+        ]
+    )
+    runs = fake_runs(cfg, -150.0, -1200.0)._replace(card=tuple(_card_runs(cfg, 1.0, 0.5)))
+    rows = {r.claim.claim_id: r for r in ro.claims(cfg, runs, floors)}
+    for cid in ("RO-7", "RO-10"):
+        worse = {c.worse for c in rows[cid].comparisons}
+        assert "chance" not in worse and any(w.startswith("random · T-Maze") for w in worse)
+        assert all(
+            o.judgement.difference.ci_low < o.judgement.difference.ci_high
+            for o in rows[cid].outcomes
+        )
+    assert rows["RO-7"].verdict == REPRODUCED

@@ -13,6 +13,7 @@ from memrl.stats.claims import (
     ClaimResult,
     Comparison,
 )
+from memrl.stats.compare import difference, judge
 
 
 def test_iqm_ci_is_seeded_and_brackets_the_iqm():
@@ -455,3 +456,53 @@ def test_a_mean_arm_counts_the_failed_seed_the_iqm_trims():
     assert d.iqm == pytest.approx(-0.2) and d.ci_low < 0
     with pytest.raises(ValueError, match="statistics differ"):
         difference(share, arm([1.0] * 5, "X", "c"), True, seed=0)
+
+
+# =========================================================================== no spread, Holm
+def test_a_difference_with_no_spread_decides_nothing():
+    """Copies of one run (or a grid's one value) on both sides: a CI of width zero."""
+    from memrl.stats.compare import NO_SPREAD, UNDECIDED, judge
+
+    j = judge([1.0, 1.0, 1.0], [0.0, 0.0, 0.0], "beats", True, seed=0)
+    assert (j.outcome, j.reason) == (UNDECIDED, NO_SPREAD)
+    assert j.difference.ci_low == j.difference.ci_high == 1.0
+    varied = judge([1.0, 0.9, 1.0, 0.95], [0.0, 0.1, 0.0, 0.05], "beats", True, seed=0)
+    assert varied.outcome == "holds" and 0 <= varied.p <= 0.05
+
+
+def test_p_is_the_level_at_which_the_interval_just_reaches_the_threshold():
+    from memrl.stats.compare import _alpha, _tail
+
+    for n in (3, 5, 10, 30):  # (at n = 2 the expanded tail of 99% underflows to 0)
+        for level in (0.8, 0.95, 0.99):
+            assert _alpha(_tail(n, level), n) == pytest.approx(1 - level, rel=1e-6)
+    rng = np.random.default_rng(3)
+    outcomes = set()
+    for _ in range(40):  # decided at 95% when its p is at most 5% (up to the bootstrap's grain)
+        a, b = rng.normal(1, 1, 5), rng.normal(0, 1, 5)
+        j = judge(a, b, "beats", True, seed=1)
+        _, above, below = difference(a, b, True, 1, p_at=0.0)
+        outcomes.add(j.outcome)
+        if j.outcome == "holds":
+            assert j.p == above <= 0.05 + 1e-3
+        else:
+            assert min(above, below) > 0.05 - 1e-3
+    assert outcomes == {"holds", "undecided"}
+
+
+def test_holm_keeps_the_decisions_that_survive_its_step_down():
+    from memrl.stats.aggregate import Estimate
+    from memrl.stats.compare import FAILS, HOLDS, MULTIPLICITY, Judgement, holm
+
+    d = Estimate(1.0, 0.5, 1.5, 5)
+
+    def j(outcome, p=None, reason=""):
+        return Judgement(d, None, outcome, reason, p=p)
+
+    # k = 3: thresholds 0.05/3, 0.05/2, 0.05 in order of p
+    out = holm([j(HOLDS, 0.03), j(FAILS, 0.001), j("undecided", reason="power")])
+    assert [o.outcome for o in out] == ["undecided", FAILS, "undecided"]
+    assert out[0].reason == MULTIPLICITY and out[0].p == 0.03
+    kept = holm([j(HOLDS, 0.01), j(HOLDS, 0.02), j(FAILS, 0.04)])
+    assert [o.outcome for o in kept] == [HOLDS, HOLDS, FAILS]  # 0.01 <= .0167, .02 <= .025
+    assert holm([j(HOLDS, 0.049)])[0].outcome == HOLDS  # one comparison: no correction

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-from memrl.stats.claims import ClaimResult, category, share
+from memrl.stats.claims import ClaimResult, share
 
 VERDICT_COLORS = {
     "reproduced": "tab:green",
@@ -18,8 +18,8 @@ VERDICT_COLORS = {
 OUTCOME_COLORS = {"holds": "tab:green", "fails": "tab:red", "undecided": "tab:gray"}
 
 
-def verdict_color(verdict: str) -> str:
-    return VERDICT_COLORS[category(verdict)]
+def verdict_color(category: str) -> str:
+    return VERDICT_COLORS[category]
 
 
 def forest(results: Sequence[ClaimResult | dict], ncols: int = 1):
@@ -80,7 +80,7 @@ def forest(results: Sequence[ClaimResult | dict], ncols: int = 1):
             f"{r['claim_id']}: {r['verdict']}",
             fontsize=9,
             loc="left",
-            color=verdict_color(r["verdict"]),
+            color=verdict_color(r["category"]),
         )
     axes[-1, 0].set_xlabel(
         "difference A − B (> 0: the paper's way), 95% CI;  -- −δ of a 'matches' test;  "
@@ -103,7 +103,7 @@ def claim_intervals(results: Sequence[ClaimResult], figsize=(9, None)):
                 i,
                 xerr=[[e.iqm - e.ci_low], [e.ci_high - e.iqm]],
                 fmt="o",
-                color=verdict_color(res.verdict) if name == res.ours else "tab:gray",
+                color=verdict_color(res.decision.category) if name == res.ours else "tab:gray",
                 capsize=3,
             )
         lows = [res.estimates[k].ci_low for k in names]
@@ -207,7 +207,7 @@ def trend_panels(results: Sequence[ClaimResult], ncols: int = 2):
             f"{res.claim.claim_id} ({res.claim.regime}{cov}): {res.verdict}",
             fontsize=9,
             loc="left",
-            color=verdict_color(res.verdict),
+            color=verdict_color(res.decision.category),
         )
         ax.set(xlabel="% of our budget", ylabel="effect (> 0: the paper's way)", xlim=(0, 105))
         ax.grid(alpha=0.3)

@@ -15,7 +15,7 @@ from typing import Any
 from memrl.families import FAMILIES
 from memrl.families import NAMES as FAMILY_ORDER  # the registry's order
 from memrl.runtime import atomic_write_json, atomic_write_text
-from memrl.stats.claims import VERDICT_RULE, VERDICTS, category, share
+from memrl.stats.claims import INCONCLUSIVE, VERDICT_RULE, VERDICTS, share
 from memrl.stats.compare import MEASURED_RATES
 
 
@@ -49,10 +49,9 @@ def _reasons(rows: list[dict[str, Any]]) -> dict[str, int]:
     """How many inconclusive verdicts give each reason (``power``, ``budget``, ``floor``...)."""
     out: dict[str, int] = {}
     for r in rows:
-        v = r["verdict"]
-        if category(v) == "inconclusive" and "(" in v:
-            reason = v[v.index("(") + 1 :].split(":")[0].rstrip(")")
-            out[f"inconclusive ({reason})"] = out.get(f"inconclusive ({reason})", 0) + 1
+        if r["category"] == INCONCLUSIVE and r.get("reason"):
+            key = f"{INCONCLUSIVE} ({r['reason'].split(':')[0]})"
+            out[key] = out.get(key, 0) + 1
     return out
 
 
@@ -68,7 +67,8 @@ def comparison_text(c: dict[str, Any]) -> str:
     of an undecided one)."""
     d = c["difference"]
     margin = f", δ {_fmt(c['margin'])}" if c.get("margin") is not None else ""
-    why = {"floor": " (both at the floor)", "power": " (power)"}.get(c.get("reason") or "", "")
+    reason = c.get("reason") or ""
+    why = " (both at the floor)" if reason == "floor" else f" ({reason})" if reason else ""
     return (
         f"{c['text']}: {d['iqm']:+.4g} [{d['ci_low']:+.4g}, {d['ci_high']:+.4g}]{margin} "
         f"{c['outcome']}{why}"
@@ -126,7 +126,7 @@ def card_section(results: Path) -> str:
 
 
 def render(rows: list[dict[str, Any]]) -> str:
-    counts = {v: sum(category(r["verdict"]) == v for r in rows) for v in VERDICTS}
+    counts = {v: sum(r["category"] == v for r in rows) for v in VERDICTS}
     out = [
         "# memrl — claims report",
         "",
@@ -258,6 +258,10 @@ def write(results: Path) -> Path:
                 "floor_reason",
                 "ceiling",
                 "machine_dependent",
+                "category",
+                "reason",
+                "conditions",
+                "multiplicity",
             )
         }
         | {

@@ -12,15 +12,15 @@ from pathlib import Path
 import pandas as pd
 
 from memrl.runtime import atomic_path, atomic_write_json, repo_root
-from memrl.stats.claims import ClaimResult, category, share
+from memrl.stats.claims import ClaimResult, share
 
 # for `dvc metrics`: an inconclusive verdict is no score (null), not a low one
 VERDICT_SCORE = {"reproduced": 1.0, "partially": 0.5, "inconclusive": None, "not reproduced": 0.0}
 
 
-def verdict_score(verdict: str) -> float | None:
-    """A verdict as a number for ``dvc metrics`` (None: inconclusive, whatever the reason)."""
-    return VERDICT_SCORE[category(verdict)]
+def verdict_score(category: str) -> float | None:
+    """A verdict's category as a number for ``dvc metrics`` (None: inconclusive)."""
+    return VERDICT_SCORE[category]
 
 
 def _alive(pid: int) -> bool:
@@ -90,7 +90,7 @@ def save_metrics(folder: Path, rows: Sequence[dict]) -> None:
         metrics |= {
             "seeds": r["n_seeds"],
             "coverage": r["coverage"],
-            "verdict_score": verdict_score(r["verdict"]),
+            "verdict_score": verdict_score(r["category"]),
         }
         atomic_write_json(folder / f"{r['claim_id']}.json", metrics)
 

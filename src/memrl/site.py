@@ -25,7 +25,7 @@ from typing import Any
 from memrl.families import FAMILIES
 from memrl.report import comparison_text, floor_text, load_rows, trend_text
 from memrl.runtime import publish
-from memrl.stats.claims import VERDICTS, category
+from memrl.stats.claims import VERDICTS
 
 CLAIMS_ANCHOR = "Claims"  # the notebooks' "## Claims" heading, as nbconvert ids it
 CLAIM_FIGURES = ("claims", "trends")  # the figures a claim's row links (its family page has all)
@@ -60,8 +60,8 @@ def page(title: str, body: str, pages: Iterable[str]) -> str:
     )
 
 
-def _verdict_class(verdict: str) -> str:
-    return "v-" + category(verdict).split()[0]
+def _verdict_class(r: dict[str, Any]) -> str:
+    return "v-" + r["category"].split()[0]
 
 
 def _comparisons(r: dict[str, Any]) -> str:
@@ -111,7 +111,7 @@ def index(
     card: dict[str, Any] | None = None,
 ) -> str:
     """The claims table: one row per claim, links to its family's page and figures."""
-    counts = {v: n for v in VERDICTS if (n := sum(category(r["verdict"]) == v for r in rows))}
+    counts = {v: n for v in VERDICTS if (n := sum(r["category"] == v for r in rows))}
     head = [
         "claim",
         "paper",
@@ -163,7 +163,7 @@ def index(
             r["regime"],
             html.escape(r["coverage_text"]),
             html.escape(trend_text(r)),
-            f"<span class='verdict {_verdict_class(r['verdict'])}'>{html.escape(r['verdict'])}</span>",
+            f"<span class='verdict {_verdict_class(r)}'>{html.escape(r['verdict'])}</span>",
             " · ".join(where) or "—",
         ]
         lines.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")

@@ -14,6 +14,7 @@ yet" is not "no".
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import KW_ONLY, asdict, dataclass, field
 from functools import cached_property
 from typing import Any
@@ -25,13 +26,27 @@ from memrl.stats.compare import (
     GAP_10,
     HOLDS,
     MATCHES,
+    MULTIPLICITY,
+    NO_SPREAD,
     REPS,
     Judgement,
     Margin,
+    holm,
     judge,
 )
 
-__all__ = ["BEATS", "GAP_10", "MATCHES", "Budget", "Claim", "ClaimResult", "Comparison", "Margin"]
+__all__ = [
+    "BEATS",
+    "GAP_10",
+    "MATCHES",
+    "Budget",
+    "Claim",
+    "ClaimResult",
+    "Comparison",
+    "Condition",
+    "Margin",
+    "Verdict",
+]
 
 REPRODUCED, PARTIALLY, NOT_REPRODUCED, INCONCLUSIVE = (
     "reproduced",
@@ -52,9 +67,13 @@ VERDICT_RULE = (
     "when its upper end is at or below −δ; otherwise the comparison is **undecided**. Every claim "
     "names its **floor**, the score of a policy with no learning or no knowledge, run in the "
     "same envs and seeds: a comparison in which neither arm's CI clears the floor's CI is "
-    "undecided, whatever its difference. **reproduced**: every comparison holds and our setup "
-    "covers the range the paper tested; **not reproduced**: some comparison fails; "
-    "**partially**: some hold and none fails (or all hold on a narrower setup); "
+    "undecided, whatever its difference, and so is one whose CI has no width (*no spread*: "
+    "copies of one deterministic run, values on a coarse grid). **reproduced**: every "
+    "comparison holds and our setup covers the range the paper tested; **not reproduced**: "
+    "some comparison fails; **partially**: some hold and none fails (or all hold on a "
+    "narrower setup). Where a verdict rests on *some* comparisons, their decisions stand "
+    "only as far as Holm–Bonferroni's step-down over the claim's comparisons allows "
+    "(*multiplicity* otherwise); "
     "**inconclusive** when nothing holds and nothing fails, with its reason: *floor* (no "
     "compared method clears its floor; *model scale* for the LLM claims), *budget* or *power* "
     "(with the seeds per arm a decision would need at the observed difference). **Budget.** "
@@ -62,16 +81,43 @@ VERDICT_RULE = (
     "(after the paper's budget); *coverage* = our budget / the paper's, in the paper's unit. "
     "A *final* claim run at < 50% coverage whose comparisons fail is **inconclusive "
     "(budget)**, and at most **partially** when they hold; an *early* claim states the share "
-    "of the paper's budget it looks at."
+    "of the paper's budget it looks at. **Conditions.** A claim names what its statement needs "
+    "of the setup (hardware, domain, data source) and whether our runs meet it: *reproduced* "
+    "needs every one met (else *partially*, naming it), and a *not reproduced* that rests on "
+    "an unmet one is **inconclusive (<condition>)**."
 )
 
 
-def category(verdict: str) -> str:
-    """A verdict's category, without its reason: ``inconclusive (power: ...)`` -> ``inconclusive``."""
-    for v in (NOT_REPRODUCED, REPRODUCED, PARTIALLY, INCONCLUSIVE):
-        if verdict.startswith(v):
-            return v
-    raise ValueError(f"not a verdict: {verdict!r}")
+@dataclass(frozen=True)
+class Verdict:
+    """A claim's verdict as data: its ``category`` (one of :data:`VERDICTS`) and ``reason``
+    (why it is inconclusive or only partial; None for a plain reproduced / not reproduced).
+    ``str()`` is the human form: ``inconclusive (power: ~12 seeds per arm would decide)``."""
+
+    category: str
+    reason: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.category not in VERDICTS:
+            raise ValueError(f"not a verdict category: {self.category!r}")
+
+    def __str__(self) -> str:
+        shown = self.reason and self.category == INCONCLUSIVE
+        return f"{self.category} ({self.reason})" if shown else self.category
+
+
+@dataclass(frozen=True)
+class Condition:
+    """What a claim's statement needs of the setup (hardware, domain, data source...) and
+    whether our runs meet it: a "reproduced" needs every one met; a "not reproduced" that
+    rests on an unmet one is "inconclusive (<condition>)"."""
+
+    condition: str
+    met: bool
+    note: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"condition": self.condition, "met": self.met, "note": self.note}
 
 
 def share(x: float | None) -> str:
@@ -157,7 +203,8 @@ class Outcome:
     """One comparison as judged: its difference with the CI, the margin, the outcome."""
 
     comparison: Comparison
-    judgement: Judgement
+    judgement: Judgement  # after Holm's step-down over the claim's comparisons
+    alone: Judgement | None = None  # before it, where it differs
 
     @property
     def outcome(self) -> str:
@@ -176,6 +223,8 @@ class Outcome:
             "floor": c.floor,
             "outcome": j.outcome,
             "reason": j.reason,
+            "p": j.p,
+            "outcome_alone": self.alone.outcome if self.alone else j.outcome,
             "seeds_needed": j.seeds_needed,
             "text": str(c),
         }
@@ -206,6 +255,7 @@ class ClaimResult:
     trend_note: str = ""  # what the trend is measured on, or why there is none
     floor_reason: str = ""
     reps: int = REPS  # bootstrap resamples per difference
+    conditions: list[Condition] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         cid = self.claim.claim_id
@@ -263,17 +313,34 @@ class ClaimResult:
                 reps=self.reps,
             )
             out.append(Outcome(c, j))
-        return out
+        if all(o.outcome == HOLDS for o in out):  # "every one holds": no union, no correction
+            return out
+        adjusted = holm([o.judgement for o in out])
+        return [
+            Outcome(o.comparison, a, None if a is o.judgement else o.judgement)
+            for o, a in zip(out, adjusted, strict=True)
+        ]
 
     @property
-    def verdict(self) -> str:
+    def multiplicity(self) -> str | None:
+        """How the claim's comparisons are corrected together (None: only one)."""
+        return "holm" if len(self.comparisons) > 1 else None
+
+    @cached_property
+    def decision(self) -> Verdict:
+        """The verdict as data (:func:`verdict`)."""
         return verdict(
             [o.judgement for o in self.outcomes],
             self.coverage_complete,
             self.claim.regime,
             self.coverage,
             self.claim.below_floor,
+            unmet=[c.condition for c in self.conditions if not c.met],
         )
+
+    @property
+    def verdict(self) -> str:
+        return str(self.decision)
 
     @property
     def n_seeds(self) -> int:
@@ -304,6 +371,7 @@ class ClaimResult:
             "ours": {"iqm": ours.iqm, "ci_low": ours.ci_low, "ci_high": ours.ci_high},
             "estimates": {k: v.as_dict() for k, v in self.estimates.items()},
             "comparisons": [o.as_dict() for o in self.outcomes],
+            "multiplicity": self.multiplicity,
             "floor": self._named(floor),
             "floors": [
                 self._named(f) for f in dict.fromkeys(c.floor for c in self.comparisons if c.floor)
@@ -313,6 +381,9 @@ class ClaimResult:
             "n_seeds": self.n_seeds,
             "budget": self.budget,
             "verdict": self.verdict,
+            "category": self.decision.category,
+            "reason": self.decision.reason,
+            "conditions": [c.as_dict() for c in self.conditions],
             "coverage_complete": self.coverage_complete,
             "coverage_note": self.coverage_note,
             "deviations": list(self.deviations),
@@ -326,24 +397,37 @@ def verdict(
     regime: str = EARLY,
     coverage: float | None = None,
     below_floor: str = "floor",
-) -> str:
+    unmet: Sequence[str] = (),
+) -> Verdict:
     """Apply :data:`VERDICT_RULE` to judged comparisons (``coverage``: our budget / the
     paper's, None if unknown; ``below_floor``: the reason a claim whose methods all sit at
-    their floor is inconclusive)."""
+    their floor is inconclusive; ``unmet``: the claim's conditions our runs do not meet)."""
     if not judgements:
         raise ValueError("a claim needs at least one comparison")
     outcomes = [j.outcome for j in judgements]
     short = regime == FINAL and coverage is not None and coverage < LOW_COVERAGE
     if FAILS in outcomes:
-        return f"{INCONCLUSIVE} (budget)" if short else NOT_REPRODUCED
+        if short:
+            return Verdict(INCONCLUSIVE, "budget")
+        return Verdict(INCONCLUSIVE, unmet[0]) if unmet else Verdict(NOT_REPRODUCED)
     if HOLDS in outcomes:
-        every = all(o == HOLDS for o in outcomes)
-        return REPRODUCED if every and coverage_complete and not short else PARTIALLY
+        if all(o == HOLDS for o in outcomes) and coverage_complete and not short and not unmet:
+            return Verdict(REPRODUCED)
+        why = [f"not met: {u}" for u in unmet] + (["budget"] if short else [])
+        if not coverage_complete:
+            why.append("a narrower setup than the paper's")
+        if not all(o == HOLDS for o in outcomes):
+            why.append("not every comparison holds")
+        return Verdict(PARTIALLY, "; ".join(why))
     if all(j.reason == "floor" for j in judgements):
-        return f"{INCONCLUSIVE} ({below_floor})"
+        return Verdict(INCONCLUSIVE, below_floor)
     if short:
-        return f"{INCONCLUSIVE} (budget)"
+        return Verdict(INCONCLUSIVE, "budget")
     needed = [j.seeds_needed for j in judgements if j.reason == "power"]
+    if not needed and any(j.reason == MULTIPLICITY for j in judgements):
+        return Verdict(INCONCLUSIVE, "multiplicity: no decision survives Holm's correction")
+    if not needed and any(j.reason == NO_SPREAD for j in judgements):
+        return Verdict(INCONCLUSIVE, "no spread: the compared runs do not vary")
     if any(n is None for n in needed):
-        return f"{INCONCLUSIVE} (power: no difference observed)"
-    return f"{INCONCLUSIVE} (power: ~{max(needed)} seeds per arm would decide)"
+        return Verdict(INCONCLUSIVE, "power: no difference observed")
+    return Verdict(INCONCLUSIVE, f"power: ~{max(needed)} seeds per arm would decide")

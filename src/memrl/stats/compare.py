@@ -11,7 +11,14 @@ that d > 0 is the paper's way, with a 95% CI from a bootstrap over the seeds of 
   it holds when the CI's lower end is above −δ, fails when its upper end is at or below −δ;
 - otherwise the comparison is *undecided*; it is undecided too, whatever its CI, when
   neither arm clears the claim's **floor** (a policy with no learning or no knowledge):
-  two methods that both sit at the floor say nothing about the paper.
+  two methods that both sit at the floor say nothing about the paper; and when its CI has
+  no width (**no spread**: nothing varies between the resampled runs, as with copies of one
+  deterministic run, values on a coarse grid, or a constant against one): an interval of
+  width zero is evidence of nothing.
+
+A claim's comparisons are several tests: where a verdict rests on *some* of them (one fails,
+one holds), their decisions stand only as far as Holm–Bonferroni's step-down allows
+(:func:`holm`), so the chance that any one of them decides by luck stays at 5%.
 
 The CI is a percentile bootstrap *expanded* for small samples (Hesterberg 2015, "What
 teachers should know about the bootstrap", Sec. 5.1): the plain percentile interval of an
@@ -31,6 +38,7 @@ import numpy as np
 from memrl.stats.aggregate import Estimate, iqm, stable_seed
 
 HOLDS, FAILS, UNDECIDED = "holds", "fails", "undecided"
+NO_SPREAD, MULTIPLICITY = "no spread", "multiplicity"  # why a difference may decide nothing
 BEATS, MATCHES = "beats", "matches or beats"
 LEVEL = 0.95
 REPS = 4000  # bootstrap resamples per difference: the expanded tails sit at ~0.1% for 5 seeds
@@ -146,7 +154,8 @@ def difference(
     level: float = LEVEL,
     expand: bool = True,
     statistic: str | None = None,
-) -> Estimate:
+    p_at: float | None = None,
+) -> Estimate | tuple[Estimate, float, float]:
     """IQM(``better``) − IQM(``worse``), signed so > 0 is ``better`` winning, with a 95% CI
     from a stratified bootstrap: each side's seeds resampled on their own (rliable's
     ``StratifiedIndependentBootstrap``), the percentile interval expanded for small samples.
@@ -154,7 +163,9 @@ def difference(
     Each side is an :class:`Arm`, per-seed values, or a constant (a paper's number, a
     threshold). ``n`` is the smaller arm's seed count. ``expand=False``: the plain percentile
     interval (what rliable computes). ``statistic``: ``"iqm"`` or ``"mean"`` over seeds (by
-    default the arms' own; two arms must agree)."""
+    default the arms' own; two arms must agree). ``p_at``: also return the two-sided α at
+    which the interval's lower end would reach ``p_at``, and at which its upper end would
+    (the p-values of "above it" and "at or below it", for Holm's step-down)."""
     own = {s.statistic for s in (better, worse) if isinstance(s, Arm)}
     if len(own) > 1 or (statistic is not None and own - {statistic}):
         raise ValueError(f"the arms' statistics differ: {sorted(own | {statistic} - {None})}")
@@ -177,7 +188,25 @@ def difference(
     lo, hi = np.quantile(dist, [t, 1 - t])
     # equal IQMs differ by rounding noise (1e-17): round it away so a tie reads as 0
     point, lo, hi = (float(np.round(v, 12)) for v in (sign * (pa - pb), lo, hi))
+    if p_at is not None:  # the levels at which this interval would just reach ``p_at``
+        below = float(np.mean(np.round(dist, 12) <= p_at))
+        return Estimate(point, lo, hi, n), _alpha(below, n, expand), _alpha(1 - below, n, expand)
     return Estimate(point, lo, hi, n)
+
+
+def _alpha(tail: float, n: int, expand: bool = True) -> float:
+    """The two-sided α at which the (expanded) percentile interval leaves ``tail`` of the
+    bootstrap outside it on one side: the inverse of :func:`_tail` (α = 2·tail unexpanded)."""
+    from scipy import stats
+
+    if not expand or n < 2:
+        return min(1.0, 2 * tail)
+    if tail <= 0:
+        return 0.0
+    if tail >= 0.5:
+        return 1.0
+    q = -stats.norm.ppf(tail) / math.sqrt(n / (n - 1))
+    return float(min(1.0, 2 * stats.t.sf(q, n - 1)))
 
 
 # =========================================================================== margins
@@ -230,8 +259,9 @@ class Judgement:
     difference: Estimate
     margin: float | None
     outcome: str  # HOLDS | FAILS | UNDECIDED
-    reason: str = ""  # for UNDECIDED: "floor" or "power"
+    reason: str = ""  # for UNDECIDED: "floor", "power", NO_SPREAD or MULTIPLICITY
     seeds_needed: int | None = None  # for "power": seeds per arm that would decide
+    p: float | None = None  # HOLDS / FAILS (and MULTIPLICITY): the α at which it would stand
 
 
 def clears(side, floor, higher_is_better: bool) -> bool:
@@ -271,14 +301,35 @@ def judge(
         raise ValueError(f"relation must be '{BEATS}' or '{MATCHES}', got {relation!r}")
     if relation == MATCHES and margin is None:
         raise ValueError("a 'matches or beats' comparison needs a margin")
-    d = difference(better, worse, higher_is_better, seed, reps)
     threshold = -margin if relation == MATCHES else 0.0
+    d, p_above, p_below = difference(better, worse, higher_is_better, seed, reps, p_at=threshold)
     if floor is not None and not any(
         clears(s, floor, higher_is_better) for s in (sides or (better, worse))
     ):
         return Judgement(d, margin, UNDECIDED, "floor")
+    if d.ci_low == d.ci_high:  # nothing varies: copies of one run, a grid, a constant
+        return Judgement(d, margin, UNDECIDED, NO_SPREAD)
     if d.ci_low > threshold:
-        return Judgement(d, margin, HOLDS)
+        return Judgement(d, margin, HOLDS, p=p_above)
     if d.ci_high <= threshold:
-        return Judgement(d, margin, FAILS)
+        return Judgement(d, margin, FAILS, p=p_below)
     return Judgement(d, margin, UNDECIDED, "power", seeds_to_decide(d, threshold, d.n))
+
+
+def holm(judgements: Sequence[Judgement], alpha: float = 1 - LEVEL) -> list[Judgement]:
+    """Holm–Bonferroni over one claim's decided comparisons: ordered by ``p``, the i-th
+    (from 0) stands while ``p <= alpha / (k - i)``, k the claim's comparisons; from the
+    first that does not on, each decision becomes undecided (:data:`MULTIPLICITY`). It
+    bounds the chance that *any* comparison holds or fails by luck: the union rules' error."""
+    k = len(judgements)
+    order = sorted(
+        (i for i, j in enumerate(judgements) if j.outcome in (HOLDS, FAILS)),
+        key=lambda i: judgements[i].p,
+    )
+    out, stop = list(judgements), False
+    for rank, i in enumerate(order):
+        stop = stop or judgements[i].p > alpha / (k - rank)
+        if stop:
+            j = judgements[i]
+            out[i] = Judgement(j.difference, j.margin, UNDECIDED, MULTIPLICITY, p=j.p)
+    return out

@@ -1,6 +1,6 @@
 """The recurrent off-policy family's floors: a uniformly random policy scored as the claims
-score the agents (mean return of ``eval_episodes`` episodes; T-Maze success), per env and
-seed. Nothing here knows about claims."""
+score the agents (mean return of ``eval_episodes`` episodes; T-Maze success, also on the
+memory card's corridors), per env and seed. Nothing here knows about claims."""
 
 from __future__ import annotations
 
@@ -30,4 +30,16 @@ def grid(cfg: RecurrentOffPolicyParams) -> list[JobSpec]:
                 "episodes": cfg.tmaze.eval_episodes,
             }
             out.append(JobSpec(RANDOM, kw, 0.1, label=f"random · {env} · seed {s}"))
+        # the memory card's T-Mazes, scored as the card scores a core (RO-10's floor)
+        for xi in cfg.card.horizons if cfg.card is not None else ():
+            env = f"T-Maze xi={xi}"
+            kw = {
+                "env_id": TMAZE_ID,
+                "env": env,
+                "seed": s,
+                "env_kwargs": {"length": xi},
+                "episodes": cfg.card.eval_episodes,
+            }
+            cost = 0.1 + 2e-5 * xi * cfg.card.eval_episodes  # ~20 µs per random step
+            out.append(JobSpec(RANDOM, kw, cost, label=f"random · {env} · seed {s}"))
     return out
