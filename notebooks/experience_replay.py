@@ -14,7 +14,7 @@
 # %% [markdown]
 # # Experience replay: does replaying memories do what the papers say?
 #
-# Four claims about replay, each rerun over several seeds and aggregated with
+# Six claims about replay (ER-1 to ER-6, on four methods), each rerun over several seeds and aggregated with
 # rliable (interquartile mean, 95% stratified-bootstrap CI):
 #
 # 1. **Q-learning with replay** converges faster on MDPs where replay helps (Szlak & Shamir 2021).

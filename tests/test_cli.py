@@ -90,3 +90,56 @@ def test_a_job_is_picked_by_whole_words_of_its_label_first():
     assert select(specs, "shared", 0) is specs[1]
     with pytest.raises(SystemExit, match="several"):
         select(specs, "rsac pendulum", 0)
+
+
+def _memrl(*args: str, root=None, **env: str):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "MEMRL_PROGRESS": "0", **env}
+    if root is not None:
+        env["MEMRL_ROOT"] = str(root)
+    env.pop("MEMRL_DEBUG", None) if "MEMRL_DEBUG" not in env else None
+    return subprocess.run(
+        [sys.executable, "-m", "memrl", *args], env=env, capture_output=True, text=True
+    )
+
+
+def test_user_errors_are_one_line_with_their_fix_and_exit_2(tmp_path):
+    """A YAML syntax error, an unknown family, missing data: one line naming the fix, no
+    traceback; MEMRL_DEBUG=1 shows the traceback."""
+    import shutil
+
+    from memrl.runtime import repo_root
+
+    for name in ("params.yaml", "dvc.yaml"):
+        shutil.copy(repo_root() / name, tmp_path / name)  # a checkout without data/
+    cases = [
+        (("runs", "nonsense", "--profile", "smoke"), None, "unknown family 'nonsense'"),
+        (
+            (
+                "run",
+                "experience_replay",
+                "RaE (all prior data)",
+                "--profile",
+                "smoke",
+                "--store",
+                str(tmp_path / "s"),
+            ),
+            tmp_path,
+            "make data",
+        ),
+    ]
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    shutil.copy(tmp_path / "dvc.yaml", broken / "dvc.yaml")
+    (broken / "params.yaml").write_text((tmp_path / "params.yaml").read_text() + "x: [1\n")
+    cases.append((("list", "experience_replay"), broken, "params.yaml:"))
+    for args, root, words in cases:
+        out = _memrl(*args, root=root)
+        lines = [x for x in out.stderr.splitlines() if x.startswith("memrl:")]
+        assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr[-2000:]
+        assert len(lines) == 1 and words in lines[0], out.stderr[-2000:]
+    debug = _memrl("runs", "nonsense", "--profile", "smoke", MEMRL_DEBUG="1")
+    assert debug.returncode != 0 and "Traceback" in debug.stderr

@@ -119,7 +119,7 @@ def _estimate(names: list[str], profile: str, sets: list[str], fresh: bool = Fal
         configs = {f: family_params(f, profile, sets) for f in fams}
         out = estimate_families(profile, configs, fresh=fresh)
     except (ValueError, ConfigError, ServerError) as err:
-        print(err, file=sys.stderr)
+        print(f"memrl: {err}", file=sys.stderr)
         return 2
     print(render(out, profile, fresh=fresh))
     return 0
@@ -135,12 +135,13 @@ def _run(a: argparse.Namespace) -> int:
         fam = families.get(a.family)
         cfg = family_params(a.family, a.profile, a.set)
     except (ValueError, ConfigError) as err:
-        print(err, file=sys.stderr)
+        print(f"memrl: {err}", file=sys.stderr)
         return 2
     specs = fam.grid(cfg)
     if a.verb == "list":
         seeds = sorted({s.kwargs["seed"] for s in specs if "seed" in s.kwargs})
-        print(f"{a.family}: {len(specs)} jobs (seeds {seeds})")
+        reps = sorted({s.kwargs["run"] for s in specs if "run" in s.kwargs})  # LLM runs
+        print(f"{a.family}: {len(specs)} jobs ({f'seeds {seeds}' if seeds else f'runs {reps}'})")
         for name in dict.fromkeys(_unseeded(s.name) for s in specs):
             print(f"  {name}")
         return 0
@@ -355,6 +356,50 @@ def _notebooks(a: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run a verb. A user's error (bad parameters or YAML, missing data or runs, an unknown
+    family, an LLM server that cannot score, a CPU without the pinned kernels) is one line
+    and exit 2; ``MEMRL_DEBUG=1`` shows its traceback instead."""
+    import os
+
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("\nmemrl: interrupted; finished jobs are kept", file=sys.stderr)
+        return 130
+    except Exception as err:
+        line = None if os.environ.get("MEMRL_DEBUG") else user_error(err)
+        if line is None:
+            raise
+        print(f"memrl: {line}", file=sys.stderr)
+        return 2
+
+
+def user_error(err: BaseException) -> str | None:
+    """The one line a user's error prints, with its fix (None: not the user's to fix)."""
+    from memrl.config import ConfigError
+    from memrl.isa import ISAError
+    from memrl.llm.server import ServerError
+    from memrl.runs import MissingRunsError
+
+    if isinstance(err, MissingRunsError):
+        return f"{err}: `make repro` (or `python -m memrl runs <family>`) runs them"
+    if isinstance(err, FileNotFoundError):
+        name = str(err.filename or err)
+        in_data = "/data/" in name or name.startswith("data")
+        fix = "; `make data` restores data/" if in_data and "make data" not in name else ""
+        return f"{err.strerror or 'not found'}: {name}{fix}" if err.filename else f"{err}{fix}"
+    if isinstance(err, ConfigError | ServerError | ISAError):
+        return str(err).replace("\n", " ")
+    if type(err).__name__ == "PapermillExecutionError":  # a notebook's cell raised
+        ename, evalue = getattr(err, "ename", ""), getattr(err, "evalue", "")
+        if ename in ("MissingRunsError", "ConfigError", "FileNotFoundError"):
+            return f"{evalue} (in {err.exec_count and f'cell {err.exec_count}' or 'a cell'})"
+    if isinstance(err, ValueError) and str(err).startswith("unknown family"):
+        return str(err)
+    return None
+
+
+def _main(argv: list[str] | None = None) -> int:
     ap = parser()
     a, rest = ap.parse_known_args(argv)
     if a.verb == "repro":

@@ -72,7 +72,13 @@ def read_params(path: str | Path | None = None) -> dict[str, Any]:
     if not path.is_file():
         raise ConfigError(f"parameter file not found: {path}")
     with path.open() as fh:
-        raw = yaml.safe_load(fh)
+        try:
+            raw = yaml.safe_load(fh)
+        except yaml.YAMLError as err:  # one line: where, and what YAML expected
+            mark = getattr(err, "problem_mark", None)
+            where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+            what = getattr(err, "problem", None) or str(err).splitlines()[0]
+            raise ConfigError(f"{where}: not valid YAML ({what}); fix that line") from None
     if not isinstance(raw, dict):
         raise ConfigError(f"{path} must hold a mapping at the top level")
     if "profile" in raw:

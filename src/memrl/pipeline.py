@@ -209,6 +209,6 @@ def _announce(profile: str) -> None:
         f" min of job stages on {priced[0].workers} workers"
         + (" (one per core)" if load_runtime().workers == "auto" else "")
         + (f" ({unknown} not priced)" if unknown else "")
-        + "; `python -m memrl estimate` itemises it. Interrupted, finished jobs are kept.",
+        + "; `python -m memrl estimate` itemises it; Ctrl-C stops it and keeps the finished jobs.",
         flush=True,
     )
