@@ -13,6 +13,17 @@ TMAZE_ID = "memrl/PassiveTMaze-v0"
 RANDOM = f"{random_policy.__module__}:{random_policy.__name__}"
 
 
+def _tmaze(env: str, length: int, seed: int, episodes: int, cost: float) -> JobSpec:
+    kw = {
+        "env_id": TMAZE_ID,
+        "env": env,
+        "seed": seed,
+        "env_kwargs": {"length": length},
+        "episodes": episodes,
+    }
+    return JobSpec(RANDOM, kw, cost, label=f"random · {env} · seed {seed}")
+
+
 def grid(cfg: RecurrentOffPolicyParams) -> list[JobSpec]:
     out = []
     for s in range(cfg.seeds):
@@ -21,25 +32,9 @@ def grid(cfg: RecurrentOffPolicyParams) -> list[JobSpec]:
             kw = {"env_id": e.env_id, "env": env, "seed": s, "episodes": cfg.eval_episodes}
             out.append(JobSpec(RANDOM, kw, 1.0, label=f"random · {env} · seed {s}"))
         for length in cfg.tmaze.lengths:
-            env = f"T-Maze L={length}"
-            kw = {
-                "env_id": TMAZE_ID,
-                "env": env,
-                "seed": s,
-                "env_kwargs": {"length": length},
-                "episodes": cfg.tmaze.eval_episodes,
-            }
-            out.append(JobSpec(RANDOM, kw, 0.1, label=f"random · {env} · seed {s}"))
+            out.append(_tmaze(f"T-Maze L={length}", length, s, cfg.tmaze.eval_episodes, 0.1))
         # the memory card's T-Mazes, scored as the card scores a core (RO-10's floor)
         for xi in cfg.card.horizons if cfg.card is not None else ():
-            env = f"T-Maze xi={xi}"
-            kw = {
-                "env_id": TMAZE_ID,
-                "env": env,
-                "seed": s,
-                "env_kwargs": {"length": xi},
-                "episodes": cfg.card.eval_episodes,
-            }
             cost = 0.1 + 2e-5 * xi * cfg.card.eval_episodes  # ~20 µs per random step
-            out.append(JobSpec(RANDOM, kw, cost, label=f"random · {env} · seed {s}"))
+            out.append(_tmaze(f"T-Maze xi={xi}", xi, s, cfg.card.eval_episodes, cost))
     return out
