@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from memrl import dvc_plots, families
 
 
@@ -29,8 +31,20 @@ def test_every_declared_plot_of_the_published_results_is_drawn_with_legend_and_b
 def test_a_plot_without_data_is_named_not_dropped(tmp_path, monkeypatch):
     files = dvc_plots.plot_files("smoke")
     err = [{"name": files[0], "msg": "No such file or directory"}]
-    monkeypatch.setattr(dvc_plots, "filled_specs", lambda revs: ({}, err))
+    drawn = {  # one plot with data: the page draws it and names the others
+        files[1]: {
+            "mark": "point",
+            "data": {"values": [{"x": 1, "y": 2}]},
+            "encoding": {"x": {"field": "x", "type": "quantitative"}},
+        }
+    }
+    monkeypatch.setattr(dvc_plots, "filled_specs", lambda revs: (drawn, err))
     text = dvc_plots.render("smoke", out=tmp_path / "p.html").read_text()
-    assert "<svg" not in text
+    assert text.count("<svg") >= 1
     assert f"{files[0]}: No such file or directory" in text
-    assert all(f in text for f in files[1:])
+    assert all(f in text for f in files[2:])
+    # nothing to draw at all: one clear error, no page of missing files
+    monkeypatch.setattr(dvc_plots, "filled_specs", lambda revs: ({}, err))
+    with pytest.raises(RuntimeError, match="make repro"):
+        dvc_plots.render("smoke", out=tmp_path / "q.html")
+    assert not (tmp_path / "q.html").exists()

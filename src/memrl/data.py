@@ -134,11 +134,21 @@ def ensure() -> None:
     if verify():
         print("data/: up to date with data.dvc")
         return
-    res = _dvc("pull", "-q", "data.dvc")
+    changed = (repo_root() / "data").exists()  # then a plain pull refuses to overwrite it
+    res = _dvc("pull", "-q", "--force", "data.dvc")
     if res.returncode == 0 and verify():
-        print("data/: pulled from the in-repo DVC remote")
+        print(
+            "data/: changed files restored from the in-repo DVC remote"
+            if changed
+            else "data/: pulled from the in-repo DVC remote"
+        )
         return
-    print("data/: not in the DVC remote; rebuilding it (deterministic)...", flush=True)
+    why = (res.stderr or res.stdout).strip().splitlines()
+    print(
+        f"data/: the in-repo DVC remote could not restore it ({why[-1] if why else 'no data'}); "
+        "rebuilding it (deterministic, ~2-3 min)...",
+        flush=True,
+    )
     build()
     if not verify():
         raise SystemExit(

@@ -90,6 +90,10 @@ def render(profile: str, revs: list[str] = (), out: Path | None = None) -> Path:
         for f in wanted
         if f not in svgs
     ]
+    if not svgs:  # nothing to draw: say so, write no page of missing files
+        raise RuntimeError(
+            f"no plot data for profile {profile}: `PROFILE={profile} make repro` makes it"
+        )
     out = out or repo_root() / "results" / profile / "dvc_plots.html"
     atomic_write_text(out, page(profile, revs, svgs, missing))
     return out
