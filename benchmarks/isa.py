@@ -3,9 +3,10 @@
 Each job below runs in a fresh process under each level (``native``: every library picks
 for this CPU; ``x86-64-v3``: the pinned default; ``x86-64-v2``: the any-x86-64 level), one
 torch thread, the levels interleaved ``--repeats`` times so a busy machine weighs on all
-alike. Printed: each job's median seconds per level and its ratio to ``native``, and whether
-the pinned levels give the same result under an outer ``ATEN_CPU_CAPABILITY`` (they
-should: the pin overrides it) while ``native`` does not.
+alike, after one untimed run that warms files and caches. Printed: each job's median
+seconds per level and its ratio to ``native``, and whether the pinned levels give the same
+result under an outer ``ATEN_CPU_CAPABILITY`` (they should: the pin overrides it) while
+``native`` does not.
 
 The jobs: one of each kind of arithmetic the suite runs, at the smoke profile's size:
 SB3's DQN on CartPole (small MLP) and on MinAtar (a convolution), SB3's SAC (two 256-wide
@@ -78,6 +79,7 @@ def main() -> None:
     print(f"{'job':<28}" + "".join(f"{lv:>12}" for lv in LEVELS) + "   ratio v3 / v2 to native")
     for name in a.jobs:
         secs: dict[str, list[float]] = {lv: [] for lv in LEVELS}
+        run("native", JOBS[name])  # untimed: model files, data and caches warm for every level
         for _ in range(a.repeats):
             for lv in LEVELS:
                 secs[lv].append(run(lv, JOBS[name])["seconds"])
