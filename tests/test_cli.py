@@ -58,22 +58,14 @@ def test_run_stores_one_job_and_reuses_it(tmp_path, capsys):
 def test_bad_job_family_or_seed_fail_before_running(capsys):
     assert main(["list", "no_such_family"]) == 2
     assert "unknown family" in capsys.readouterr().err
-    with pytest.raises(SystemExit, match="matches no job"):
-        main(["run", "recurrent_off_policy", "XYZ", "--profile", "smoke"])
-    with pytest.raises(SystemExit, match="several"):
-        main(["run", "recurrent_off_policy", "SACD-GRU", "--profile", "smoke"])
-    with pytest.raises(SystemExit, match="no seed 7"):
-        main(
-            [
-                "run",
-                "recurrent_off_policy",
-                "SACD-GRU T-Maze L=2",
-                "--profile",
-                "smoke",
-                "--seed",
-                "7",
-            ]
-        )
+    for job, seed, words in (
+        ("XYZ", 0, "matches no job"),
+        ("SACD-GRU", 0, "several"),
+        ("SACD-GRU T-Maze L=2", 7, "no seed 7 in this profile; its seeds: [0, 1]"),
+    ):
+        args = ["run", "recurrent_off_policy", job, "--profile", "smoke", "--seed", str(seed)]
+        assert main(args) == 2
+        assert words in capsys.readouterr().err
 
 
 def test_a_job_is_picked_by_whole_words_of_its_label_first():
@@ -88,7 +80,7 @@ def test_a_job_is_picked_by_whole_words_of_its_label_first():
     ]
     assert select(specs, "RSAC-LSTM Pendulum-V", 0) is specs[0]
     assert select(specs, "shared", 0) is specs[1]
-    with pytest.raises(SystemExit, match="several"):
+    with pytest.raises(LookupError, match="several"):
         select(specs, "rsac pendulum", 0)
 
 

@@ -83,13 +83,16 @@ def test_a_store_in_the_project_names_its_files_relative_to_it(tmp_path, monkeyp
     assert (tmp_path / res["files_dir"] / "note.txt").read_text() == "job 7"
 
 
-def test_a_corrupt_or_foreign_result_is_rerun(tmp_path):
+def test_a_corrupt_or_foreign_result_is_rerun_with_a_word(tmp_path, capsys):
     store = RunStore(tmp_path)
     s = spec("square", x=3)
     execute([s], store, workers=1)
     store.path(s).write_text('{"version": 1, "key": "x')  # a torn write by another tool
     assert not store.has(s)
     assert execute([s], store, workers=1).ran == 1 and store.has(s)
+    assert (
+        f"unreadable or from another store version (e.g. {s.key}.json)" in capsys.readouterr().err
+    )
 
 
 def test_a_failing_job_is_reported_and_the_others_are_kept(tmp_path):

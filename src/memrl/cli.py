@@ -45,7 +45,9 @@ def overrides(pairs: list[str]) -> dict[str, Any]:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise SystemExit(f"--set takes key=value, not {pair!r}")
+            from memrl.config import ConfigError
+
+            raise ConfigError(f"--set takes key=value, not {pair!r}")
         out[key] = _value(value)
     return out
 
@@ -79,6 +81,12 @@ def select(specs: list[Any], job: str, seed: int) -> Any:
     seeded = [s for s in hits if s.kwargs.get("seed", seed) == seed]
     if len(seeded) == 1:
         return seeded[0]
+    if hits and not seeded:  # the job exists: say which seeds it takes
+        have = sorted({s.kwargs["seed"] for s in hits if "seed" in s.kwargs})
+        raise LookupError(
+            f"'{job}' has no seed {seed} in this profile; its seeds: {have} "
+            f"(`--set seeds={seed + 1}` runs seeds 0 to {seed})"
+        )
     names = sorted({_unseeded(s.name) for s in (hits or specs)})
     if not hits:
         what = "matches no job"
@@ -86,7 +94,7 @@ def select(specs: list[Any], job: str, seed: int) -> Any:
         what = f"has no seed {seed}"
     else:
         what = "matches several jobs"
-    raise SystemExit(f"'{job}' {what}; jobs:\n  " + "\n  ".join(names))
+    raise LookupError(f"'{job}' {what}; jobs:\n  " + "\n  ".join(names))
 
 
 def _unseeded(label: str) -> str:
@@ -145,7 +153,11 @@ def _run(a: argparse.Namespace) -> int:
         for name in dict.fromkeys(_unseeded(s.name) for s in specs):
             print(f"  {name}")
         return 0
-    spec = select(specs, a.job, a.seed)
+    try:
+        spec = select(specs, a.job, a.seed)
+    except LookupError as err:
+        print(f"memrl: {err.args[0]}", file=sys.stderr)
+        return 2
     store = RunStore(a.store or cache_dir() / "runs" / "cli" / a.family)
     if store.has(spec):
         print(f"already stored: {store.path(spec)}")

@@ -250,6 +250,13 @@ def execute(
     if len(set(keys)) != len(keys):
         raise ValueError("two jobs have the same spec (the grid repeats a configuration)")
     todo = sorted((s for s in specs if not store.has(s)), key=lambda s: -s.cost)
+    corrupt = [s for s in todo if store.path(s).exists()]  # there, but not a whole record
+    if corrupt:
+        print(
+            f"{desc}: {len(corrupt)} stored result(s) unreadable or from another store version "
+            f"(e.g. {store.path(corrupt[0]).name}): rerunning them",
+            file=sys.stderr,
+        )
     report = Report(total=len(specs), skipped=len(specs) - len(todo))
     if todo:
         from tqdm.auto import tqdm
