@@ -16,7 +16,7 @@ def test_overrides_read_yaml_values():
         "seeds": 3,
         "tmaze.lengths": [2, 4],
     }
-    with pytest.raises(SystemExit):
+    with pytest.raises(ValueError, match="key=value"):  # a ConfigError: one line, exit 2
         overrides(["seeds"])
 
 
