@@ -506,3 +506,37 @@ def test_holm_keeps_the_decisions_that_survive_its_step_down():
     kept = holm([j(HOLDS, 0.01), j(HOLDS, 0.02), j(FAILS, 0.04)])
     assert [o.outcome for o in kept] == [HOLDS, HOLDS, FAILS]  # 0.01 <= .0167, .02 <= .025
     assert holm([j(HOLDS, 0.049)])[0].outcome == HOLDS  # one comparison: no correction
+
+
+def test_a_matches_outcome_is_shown_at_half_and_twice_its_margin():
+    from memrl.stats.compare import Margin, arm
+
+    est = {
+        "a": arm([1.0, 1.002, 0.998, 1.001, 0.999], "X-9", "a"),
+        "b": arm([1.1, 1.102, 1.098, 1.101, 1.099], "X-9", "b"),
+    }
+    claim = Claim(
+        family="f",
+        claim_id="X-9",
+        paper="p",
+        source="s",
+        statement="a matches b",
+        paper_value="v",
+        metric="m",
+        higher_is_better=True,
+        regime="early",
+        paper_budget=None,
+    )
+    comp = Comparison("a", "b", "matches or beats", margin=Margin("test", delta=0.15))
+    r = ClaimResult(
+        claim=claim,
+        estimates=est,
+        ours="a",
+        comparisons=[comp],
+        budget="",
+        deviations=[],
+        floor_reason="test",
+    )
+    row = r.to_row()["comparisons"][0]
+    # a - b = -0.1: above -0.15 (holds), below -0.075 at δ/2 (fails), above -0.3 at 2δ
+    assert (row["outcome"], row["at_margin"]) == ("holds", {"0.5δ": "fails", "2δ": "holds"})

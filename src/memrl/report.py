@@ -69,9 +69,11 @@ def comparison_text(c: dict[str, Any]) -> str:
     margin = f", δ {_fmt(c['margin'])}" if c.get("margin") is not None else ""
     reason = c.get("reason") or ""
     why = " (both at the floor)" if reason == "floor" else f" ({reason})" if reason else ""
+    at = c.get("at_margin") or {}
+    sens = f" (at δ/2: {at['0.5δ']}; at 2δ: {at['2δ']})" if at else ""
     return (
         f"{c['text']}: {d['iqm']:+.4g} [{d['ci_low']:+.4g}, {d['ci_high']:+.4g}]{margin} "
-        f"{c['outcome']}{why}"
+        f"{c['outcome']}{why}{sens}"
     )
 
 

@@ -29,6 +29,7 @@ from memrl.stats.compare import (
     MULTIPLICITY,
     NO_SPREAD,
     REPS,
+    UNDECIDED,
     Judgement,
     Margin,
     holm,
@@ -225,9 +226,18 @@ class Outcome:
             "reason": j.reason,
             "p": j.p,
             "outcome_alone": self.alone.outcome if self.alone else j.outcome,
+            # a "matches" outcome at half and twice its margin: how much the δ decides
+            "at_margin": {f"{k}δ": _outcome_at(d, k * j.margin) for k in (0.5, 2)}
+            if j.margin is not None
+            else None,
             "seeds_needed": j.seeds_needed,
             "text": str(c),
         }
+
+
+def _outcome_at(d, margin: float) -> str:
+    """A *matches or beats* outcome of difference ``d`` at another margin."""
+    return HOLDS if d.ci_low > -margin else FAILS if d.ci_high <= -margin else UNDECIDED
 
 
 @dataclass(kw_only=True)
