@@ -515,18 +515,7 @@ def test_a_matches_outcome_is_shown_at_half_and_twice_its_margin():
         "a": arm([1.0, 1.002, 0.998, 1.001, 0.999], "X-9", "a"),
         "b": arm([1.1, 1.102, 1.098, 1.101, 1.099], "X-9", "b"),
     }
-    claim = Claim(
-        family="f",
-        claim_id="X-9",
-        paper="p",
-        source="s",
-        statement="a matches b",
-        paper_value="v",
-        metric="m",
-        higher_is_better=True,
-        regime="early",
-        paper_budget=None,
-    )
+    claim = _claim(regime="early", cid="X-9")
     comp = Comparison("a", "b", "matches or beats", margin=Margin("test", delta=0.15))
     r = ClaimResult(
         claim=claim,
