@@ -2,9 +2,9 @@
 
 Importing the package registers its gymnasium ids (``memrl/Pendulum-V-v1``,
 ``memrl/PassiveTMaze-v0``, ``popgym/<Task>-v0`` ...), so ``gym.make`` finds them after
-``import memrl``; MinAtar's ids are registered by :func:`memrl.envs.registry.make`. It first pins the
-instruction set numpy and torch compute with (:mod:`memrl.isa`), for this process and every
-process it starts.
+``import memrl``; MinAtar's ids are registered by :func:`memrl.envs.registry.make`. It first
+pins the instruction set numpy and torch compute with (:mod:`memrl.isa`), for this process
+and every process it starts.
 """
 
 from memrl import isa as _isa

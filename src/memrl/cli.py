@@ -88,12 +88,7 @@ def select(specs: list[Any], job: str, seed: int) -> Any:
             f"(`--set seeds={seed + 1}` runs seeds 0 to {seed})"
         )
     names = sorted({_unseeded(s.name) for s in (hits or specs)})
-    if not hits:
-        what = "matches no job"
-    elif not seeded:
-        what = f"has no seed {seed}"
-    else:
-        what = "matches several jobs"
+    what = "matches several jobs" if hits else "matches no job"
     raise LookupError(f"'{job}' {what}; jobs:\n  " + "\n  ".join(names))
 
 
@@ -270,7 +265,7 @@ def _isa(a: argparse.Namespace) -> int:
 
     pinned = isa.LEVELS[isa.level()]
     if a.kernel_env:  # `make lab`: the kernel's environment, for ipykernel install --env
-        print(" ".join(f"--env {k} {v}" for k, v in {"MEMRL_ISA": isa.level(), **pinned}.items()))
+        print(" ".join(f"--env {k} {v}" for k, v in isa.environment().items()))
         return 0
     try:
         set_torch_threads(1)

@@ -84,16 +84,21 @@ def _key(name: str) -> str:
 KEY = _key(level())  # what job keys carry (memrl.jobs.JobSpec.key): the level and its values
 
 
+def environment() -> dict[str, str]:
+    """The variables that pin the asked level, ``MEMRL_ISA`` with them: what a process
+    started elsewhere (a Ray worker, a JupyterLab kernel) must be given."""
+    name = level()
+    return {"MEMRL_ISA": name, **LEVELS[name]}
+
+
 def pin() -> str:
     """Set the level's variables in this process's environment (overriding any already
     set: an outer ``ATEN_CPU_CAPABILITY`` must not change a result) and return the level.
 
     Call it before numpy or torch is imported; :func:`check` tells whether that held.
     """
-    name = level()
-    os.environ["MEMRL_ISA"] = name
-    os.environ.update(LEVELS[name])
-    return name
+    os.environ.update(environment())
+    return level()
 
 
 def _cpu_flags() -> set[str] | None:

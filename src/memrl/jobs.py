@@ -2,9 +2,9 @@
 
 A :class:`JobSpec` is one run — a top-level function named ``"module:function"``, its
 keyword arguments (one configuration and one seed, JSON values only) and its expected cost.
-Its :attr:`~JobSpec.key` is a stable hash of the function, the arguments, the
-fingerprint of the code the job runs and the pinned instruction set, so a result is reused exactly when rerunning it
-would compute the same thing.
+Its :attr:`~JobSpec.key` is a stable hash of the function, the arguments, the fingerprint of
+the code the job runs and the pinned instruction set, so a result is reused exactly when
+rerunning it would compute the same thing.
 
 Running, storing and loading jobs is :mod:`memrl.runs`; the fingerprint is
 :mod:`memrl.fingerprint`. Nothing here knows about claims, plots or any family.

@@ -53,7 +53,7 @@ def run_spec(spec: Mapping[str, Any], threads: int = 1) -> tuple[dict[str, Any],
     """Run one job (a spec as JSON) in this process: (its result, seconds). Used by every
     executor, so a job runs the same way on a pool worker and on a Ray worker. The kernels it
     computes with are checked first (:func:`memrl.isa.check`) and kept with the result."""
-    set_torch_threads(threads)
+    set_torch_threads(threads)  # torch and numpy are loaded: check() sees both
     kernels = isa.check()
     fn = resolve(spec["fn"])
     start = time.perf_counter()
@@ -61,7 +61,7 @@ def run_spec(spec: Mapping[str, Any], threads: int = 1) -> tuple[dict[str, Any],
     seconds = time.perf_counter() - start
     if not isinstance(result, dict):
         raise TypeError(f"{spec['fn']} returned {type(result).__name__}, not a dict")
-    return {**result, ISA_FIELD: {**kernels, **isa.check()}}, seconds
+    return {**result, ISA_FIELD: kernels}, seconds
 
 
 # =========================================================================== the store
@@ -357,7 +357,7 @@ def _ray(todo: list[JobSpec], done, workers: int, threads: int) -> None:
 
     started = not ray.is_initialized()
     # Ray's workers may load numpy before a job imports memrl: they start pinned instead
-    pinned = {"env_vars": {"MEMRL_ISA": isa.level(), **isa.LEVELS[isa.level()]}}
+    pinned = {"env_vars": isa.environment()}
     session = None  # a local instance's session folder: ours, removed when it stops
     if started:
         address = os.environ.get("RAY_ADDRESS")

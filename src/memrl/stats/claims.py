@@ -29,9 +29,9 @@ from memrl.stats.compare import (
     MULTIPLICITY,
     NO_SPREAD,
     REPS,
-    UNDECIDED,
     Judgement,
     Margin,
+    decided,
     holm,
     judge,
 )
@@ -116,9 +116,6 @@ class Condition:
     condition: str
     met: bool
     note: str = ""
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"condition": self.condition, "met": self.met, "note": self.note}
 
 
 def share(x: float | None) -> str:
@@ -227,17 +224,12 @@ class Outcome:
             "p": j.p,
             "outcome_alone": self.alone.outcome if self.alone else j.outcome,
             # a "matches" outcome at half and twice its margin: how much the δ decides
-            "at_margin": {f"{k}δ": _outcome_at(d, k * j.margin) for k in (0.5, 2)}
+            "at_margin": {f"{k}δ": decided(d, -k * j.margin) for k in (0.5, 2)}
             if j.margin is not None
             else None,
             "seeds_needed": j.seeds_needed,
             "text": str(c),
         }
-
-
-def _outcome_at(d, margin: float) -> str:
-    """A *matches or beats* outcome of difference ``d`` at another margin."""
-    return HOLDS if d.ci_low > -margin else FAILS if d.ci_high <= -margin else UNDECIDED
 
 
 @dataclass(kw_only=True)
@@ -393,7 +385,7 @@ class ClaimResult:
             "verdict": self.verdict,
             "category": self.decision.category,
             "reason": self.decision.reason,
-            "conditions": [c.as_dict() for c in self.conditions],
+            "conditions": [asdict(c) for c in self.conditions],
             "coverage_complete": self.coverage_complete,
             "coverage_note": self.coverage_note,
             "deviations": list(self.deviations),

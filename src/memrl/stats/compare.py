@@ -309,11 +309,18 @@ def judge(
         return Judgement(d, margin, UNDECIDED, "floor")
     if d.ci_low == d.ci_high:  # nothing varies: copies of one run, a grid, a constant
         return Judgement(d, margin, UNDECIDED, NO_SPREAD)
-    if d.ci_low > threshold:
+    side = decided(d, threshold)
+    if side == HOLDS:
         return Judgement(d, margin, HOLDS, p=p_above)
-    if d.ci_high <= threshold:
+    if side == FAILS:
         return Judgement(d, margin, FAILS, p=p_below)
     return Judgement(d, margin, UNDECIDED, "power", seeds_to_decide(d, threshold, d.n))
+
+
+def decided(d: Estimate, threshold: float) -> str:
+    """The difference's CI against ``threshold`` (0 for *beats*, −δ for *matches*): above it
+    holds, at or below it fails, across it undecided."""
+    return HOLDS if d.ci_low > threshold else FAILS if d.ci_high <= threshold else UNDECIDED
 
 
 def holm(judgements: Sequence[Judgement], alpha: float = 1 - LEVEL) -> list[Judgement]:
