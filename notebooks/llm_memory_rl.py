@@ -120,7 +120,8 @@ print(
 
 # %%
 records, floors = split(load_results("llm_memory_rl", profile, runs_dir, overrides))
-runs, fly, mr1 = tables.load(cfg, records)
+loaded = tables.load(cfg, records)
+runs, fly, mr1 = loaded.rlem, loaded.fly, loaded.mr1
 runs[
     [
         "condition",
@@ -252,13 +253,30 @@ print(ops.to_string())
 print(tables.operation_fit(ops).round(3).to_string())
 
 # %% [markdown]
+# ## Positive controls: can the LLM use a perfect memory?
+#
+# A claim whose methods sit at the floor blames *model scale* only if the method, given what
+# it needs to succeed, sits there too: REMEMBERER's static agent with the test tasks' own
+# expert trajectories as its memory (`expert exemplars`), AgentFly's agent with each task's
+# own expert case in its bank (`expert cases`), and Memory-R1's answer agent reading the gold
+# memory bank (`gold memory`). Where a control leaves the expert's path, the first such page
+# is listed with the mean token log-likelihoods of the expert's and the chosen action.
+
+# %%
+controls = loaded.controls
+shown = [c for c in ("test_score", "test_success", "f1", "em") if c in controls]
+print(controls.groupby("control")[shown].mean().round(3).to_string())
+for d in llm_claims.divergences(loaded, "expert exemplars")[:3]:
+    print(d)
+
+# %% [markdown]
 # ## Claims
 #
 # Verdicts come from the runs by one rule (`memrl.stats.claims.VERDICT_RULE`); nothing here
 # is typed in.
 
 # %%
-rows = llm_claims.claims(cfg, tables.Runs(runs, fly, mr1), floors)
+rows = llm_claims.claims(cfg, loaded, floors)
 fig = plots.forest(rows)
 save_figure(fig, out / "figures" / "claims.png")
 save_table(runs, out / "tables" / "runs.csv")

@@ -13,7 +13,7 @@ from memrl.stats.claims import (
     ClaimResult,
     Comparison,
 )
-from memrl.stats.compare import difference, judge
+from memrl.stats.compare import arm, difference, judge
 
 
 def test_iqm_ci_is_seeded_and_brackets_the_iqm():
@@ -108,16 +108,30 @@ def test_undecided_names_its_reason_and_the_seeds_a_decision_needs():
         paper_budget=None,
         below_floor="model scale",
     )
-    res = ClaimResult(
-        claim=below,
-        estimates=dict(E),
-        ours="a",
-        comparisons=[Comparison("a", "b", floor="f_hi")],
-        budget="b",
-        deviations=[],
+
+    def result(control=None) -> ClaimResult:
+        return ClaimResult(
+            claim=below,
+            estimates=dict(E),
+            ours="a",
+            comparisons=[Comparison("a", "b", floor="f_hi")],
+            budget="b",
+            deviations=[],
+            positive_control=control,
+        )
+
+    # "model scale" is a reason only where a positive control sits at the floor too
+    assert result().verdict == "inconclusive (floor; no positive control shows model scale)"
+    at_floor = ("expert memory", E["a"])  # inside the floor's CI, like the methods
+    assert result(at_floor).verdict == "inconclusive (model scale)"
+    row = result(at_floor).to_row()
+    assert row["comparisons"][0]["reason"] == "floor"
+    assert row["positive_control"]["clears_floor"] is False
+    high = ("expert memory", arm([50.0, 51.0, 52.0, 53.0], "T", "control"))
+    assert result(high).verdict == (
+        "inconclusive (floor; not model scale: the positive control clears the floor)"
     )
-    assert res.verdict == "inconclusive (model scale)"
-    assert res.to_row()["comparisons"][0]["reason"] == "floor"
+    assert result(high).to_row()["positive_control"]["clears_floor"] is True
 
 
 def test_matches_is_an_equivalence_test_with_a_declared_margin():
@@ -529,3 +543,70 @@ def test_a_matches_outcome_is_shown_at_half_and_twice_its_margin():
     row = r.to_row()["comparisons"][0]
     # a - b = -0.1: above -0.15 (holds), below -0.075 at δ/2 (fails), above -0.3 at 2δ
     assert (row["outcome"], row["at_margin"]) == ("holds", {"0.5δ": "fails", "2δ": "holds"})
+
+
+# =========================================================================== items within seeds
+def test_a_deterministic_method_is_one_run_with_its_items_never_copies():
+    """One deterministic run over 5 test tasks: its interval is the exact (Clopper–Pearson)
+    one over its tasks; copied to 6 "seeds" it would claim a CI of width zero."""
+    from scipy import stats
+
+    items = [1.0, 0.0, 1.0, 1.0, 0.0]
+    one = arm(None, "T", "det", items=[items])
+    ci = stats.binomtest(3, 5).proportion_ci(method="exact")
+    assert one.n == 1 and one.iqm == pytest.approx(0.6)
+    assert (one.ci_low, one.ci_high) == pytest.approx((ci.low, ci.high))
+    copies = arm([0.6] * 6, "T", "copies")
+    assert copies.ci_low == copies.ci_high  # what copies pretend
+    seeds = arm([0.2, 0.3, 0.25, 0.22, 0.28, 0.26], "T", "seeds")
+    # copies decide a comparison that the run's 5 tasks cannot
+    assert judge(copies, seeds, "beats", True, 0).outcome == "holds"
+    assert judge(one, seeds, "beats", True, 0).outcome == "undecided"
+
+
+def test_items_within_seeds_widen_what_seeds_alone_show():
+    """Three seeds with equal means over noisy test questions: over seeds alone the CI has
+    no width; resampling the questions within each seed gives the spread they carry."""
+    rng = np.random.default_rng(0)
+    base = rng.integers(0, 2, 40).astype(float)
+    runs = [list(rng.permutation(base)) for _ in range(3)]  # same mean, other questions
+    plain = arm([np.mean(r) for r in runs], "T", "plain")
+    nested = arm(None, "T", "nested", items=runs)
+    assert plain.ci_low == plain.ci_high
+    assert nested.ci_high - nested.ci_low > 0.1
+    with pytest.raises(ValueError, match="mean of its items"):
+        arm([0.1, 0.2, 0.3], "T", "bad", items=runs)
+
+
+def test_items_of_one_group_are_resampled_together():
+    """Questions of one conversation share its memory bank: resampled by conversation, the
+    interval of correlated questions is wider than if each question were independent."""
+    convs = np.repeat(np.arange(6), 10)
+    values = (convs % 2).astype(float)  # a conversation's questions all right or all wrong
+    by_question = arm(None, "T", "q", items=[list(values)])
+    by_conversation = arm(None, "T", "c", items=[list(values)], clusters=[list(convs)])
+    assert by_conversation.dof == 6
+    width = lambda a: a.ci_high - a.ci_low  # noqa: E731
+    assert width(by_conversation) > 1.5 * width(by_question)
+
+
+def test_the_two_stage_bootstrap_covers_the_true_mean():
+    """Seeds (sd 0.1) and 20 items per seed (sd 0.3) around a true mean of 0: the 95% CI
+    over 5 seeds with items resampled covers 0 in >= 90% of 200 experiments."""
+    rng = np.random.default_rng(3)
+    hit = 0
+    for i in range(200):
+        runs = [list(rng.normal(rng.normal(0, 0.1), 0.3, 20)) for _ in range(5)]
+        a = arm(None, "cover", str(i), items=runs, statistic="mean")
+        hit += a.ci_low <= 0 <= a.ci_high
+    assert hit / 200 >= 0.90
+
+
+def test_a_floor_run_once_needs_its_items():
+    from memrl.stats.floors import floor_arm
+
+    one = pd.DataFrame([{"floor": "oracle", "env": "shop", "score": 1.0, "items": [1.0, 1.0]}])
+    with pytest.raises(ValueError, match="needs its items"):
+        floor_arm(one, "T", "shop", "score", "oracle")
+    got = floor_arm(one, "T", "shop", "score", "oracle", items=lambda r: r["items"])
+    assert got["oracle · shop"].n == 1 and got["oracle · shop"].ci_low < 1.0

@@ -197,6 +197,12 @@ def render(rows: list[dict[str, Any]]) -> str:
             out.append(f"- {comparison_text(c)}{src}")
         out.append("")
         out.append(f"*Floor:* {floor_text(r)}  ")
+        if r.get("conditions"):
+            out.append(
+                "*Conditions the statement needs:* " + conditions_text(r["conditions"]) + "  "
+            )
+        if r.get("positive_control"):
+            out.append(f"*Positive control:* {control_text(r['positive_control'])}  ")
         out.append(
             f"*Verdict:* {verdict_text(r)}"
             + (f" (coverage: {r['coverage_note']})" if r.get("coverage_note") else "")
@@ -229,6 +235,33 @@ def render(rows: list[dict[str, Any]]) -> str:
             out.append(f"- {d}")
         out.append("")
     return "\n".join(out)
+
+
+def conditions_text(conditions: list[dict]) -> str:
+    """``GPU parallel scans: not met (one CPU thread); ...``."""
+    return "; ".join(
+        f"{c['condition']}: {'met' if c['met'] else 'not met'}"
+        + (f" ({c['note']})" if c.get("note") else "")
+        for c in conditions
+    )
+
+
+def control_text(pc: dict, detail: bool = True) -> str:
+    """A positive control: its value, whether it clears the floor, what it is, and where it
+    left the expert's path (the log-likelihoods of the expert's and the chosen action)."""
+    clears = {True: "clears the floor", False: "does not clear the floor", None: "no floor"}
+    out = (
+        f"{pc['name']}: {_fmt(pc['iqm'])} [{_fmt(pc['ci_low'])}, {_fmt(pc['ci_high'])}], "
+        f"{clears[pc.get('clears_floor')]}; {pc.get('note') or ''}"
+    )
+    for d in (pc.get("detail") or [])[: 3 if detail else 0]:
+        ll = d.get("expert_loglik")
+        out += (
+            f"; task {d['task']} step {d['step']} ({d['page']}): chose '{d['chosen']}' "
+            f"({d['chosen_loglik']:.3f}) over the expert's '{d['expert']}' "
+            + (f"({ll:.3f})" if ll is not None else "(not offered)")
+        )
+    return out
 
 
 def write(results: Path) -> Path:
@@ -267,6 +300,7 @@ def write(results: Path) -> Path:
             )
         }
         | {
+            "positive_control": r.get("positive_control"),
             "ours_name": r["ours_name"],
             "estimates": r["estimates"],
             "comparisons": r["comparisons"],

@@ -23,7 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from memrl.families import FAMILIES
-from memrl.report import comparison_text, floor_text, load_rows, trend_text
+from memrl.report import (
+    comparison_text,
+    conditions_text,
+    control_text,
+    floor_text,
+    load_rows,
+    trend_text,
+)
 from memrl.runtime import publish
 from memrl.stats.claims import VERDICTS
 
@@ -157,7 +164,22 @@ def index(
             html.escape(r["statement"]),
             html.escape(r["paper_value"]),
             _comparisons(r),
-            html.escape(floor_text(r)),
+            "<br>".join(
+                html.escape(t)
+                for t in [
+                    floor_text(r),
+                    *(
+                        ["conditions: " + conditions_text(r["conditions"])]
+                        if r.get("conditions")
+                        else []
+                    ),
+                    *(
+                        ["positive control: " + control_text(r["positive_control"], detail=False)]
+                        if r.get("positive_control")
+                        else []
+                    ),
+                ]
+            ),
             f"{html.escape(r['ours_name'])}: <span class='num'>{_estimate(r['ours'])}</span>",
             str(r["n_seeds"]),
             r["regime"],

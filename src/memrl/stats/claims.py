@@ -31,6 +31,7 @@ from memrl.stats.compare import (
     REPS,
     Judgement,
     Margin,
+    clears,
     decided,
     holm,
     judge,
@@ -69,14 +70,20 @@ VERDICT_RULE = (
     "names its **floor**, the score of a policy with no learning or no knowledge, run in the "
     "same envs and seeds: a comparison in which neither arm's CI clears the floor's CI is "
     "undecided, whatever its difference, and so is one whose CI has no width (*no spread*: "
-    "copies of one deterministic run, values on a coarse grid). **reproduced**: every "
+    "values on a coarse grid, a constant against a constant), and one with too few seeds for "
+    "any exact test to decide at 95% (3 seeds against 3: 1/20 > 2.5%; against a constant "
+    "or one deterministic run, fewer than 6). Where a run's value is a mean over items "
+    "(test questions, tasks) the bootstrap resamples the items within each seed too "
+    "(questions by conversation); a deterministic method is one run with its items, never "
+    "copied per seed. **reproduced**: every "
     "comparison holds and our setup covers the range the paper tested; **not reproduced**: "
     "some comparison fails; **partially**: some hold and none fails (or all hold on a "
     "narrower setup). Where a verdict rests on *some* comparisons, their decisions stand "
     "only as far as Holm–Bonferroni's step-down over the claim's comparisons allows "
     "(*multiplicity* otherwise); "
     "**inconclusive** when nothing holds and nothing fails, with its reason: *floor* (no "
-    "compared method clears its floor; *model scale* for the LLM claims), *budget* or *power* "
+    "compared method clears its floor; a declared reason such as *model scale* only where a "
+    "*positive control*, the method given what it needs to succeed, sits at the floor too), *budget* or *power* "
     "(with the seeds per arm a decision would need at the observed difference). **Budget.** "
     "Each claim is about an *early* regime (the first part of training) or a *final* one "
     "(after the paper's budget); *coverage* = our budget / the paper's, in the paper's unit. "
@@ -257,7 +264,15 @@ class ClaimResult:
     trend_note: str = ""  # what the trend is measured on, or why there is none
     floor_reason: str = ""
     reps: int = REPS  # bootstrap resamples per difference
+    power_experiments: int = 100  # simulations per seed count behind "~N seeds would decide"
     conditions: list[Condition] = field(default_factory=list)
+    # (name, arm) of a positive control: the method given what it should need to succeed (the
+    # test task's own expert trajectory in memory). A claim whose methods sit at the floor
+    # blames its declared reason (``claim.below_floor``, e.g. model scale) only when its
+    # control sits there too.
+    positive_control: tuple[str, Any] | None = None
+    control_note: str = ""
+    control_detail: list[Any] = field(default_factory=list)  # why it fails, where it does
 
     def __post_init__(self) -> None:
         cid = self.claim.claim_id
@@ -313,6 +328,7 @@ class ClaimResult:
                 floor=floor,
                 sides=[est[s] for s in c.sides],
                 reps=self.reps,
+                power_experiments=self.power_experiments,
             )
             out.append(Outcome(c, j))
         if all(o.outcome == HOLDS for o in out):  # "every one holds": no union, no correction
@@ -328,6 +344,29 @@ class ClaimResult:
         """How the claim's comparisons are corrected together (None: only one)."""
         return "holm" if len(self.comparisons) > 1 else None
 
+    @property
+    def control_clears(self) -> bool | None:
+        """Whether the positive control's CI clears the claim's floor (None: no control or
+        no floor)."""
+        floor = next((c.floor for c in self.comparisons if c.floor), None)
+        if self.positive_control is None or floor is None:
+            return None
+        return clears(self.positive_control[1], self.estimates[floor], self.claim.higher_is_better)
+
+    @property
+    def below_floor(self) -> str:
+        """Why a claim whose methods all sit at the floor says nothing: the claim's declared
+        reason (e.g. model scale) only where a positive control shows it; plain "floor"
+        otherwise, saying so where the control clears the floor (then it is not the model)."""
+        reason = self.claim.below_floor
+        if reason == "floor":
+            return reason
+        if self.control_clears is None:
+            return f"floor; no positive control shows {reason}"
+        if self.control_clears:
+            return f"floor; not {reason}: the positive control clears the floor"
+        return reason
+
     @cached_property
     def decision(self) -> Verdict:
         """The verdict as data (:func:`verdict`)."""
@@ -336,7 +375,7 @@ class ClaimResult:
             self.coverage_complete,
             self.claim.regime,
             self.coverage,
-            self.claim.below_floor,
+            self.below_floor,
             unmet=[c.condition for c in self.conditions if not c.met],
         )
 
@@ -355,6 +394,21 @@ class ClaimResult:
             return None
         e = self.estimates[name]
         return {"name": name, "iqm": e.iqm, "ci_low": e.ci_low, "ci_high": e.ci_high}
+
+    def _control_row(self) -> dict[str, Any] | None:
+        if self.positive_control is None:
+            return None
+        name, e = self.positive_control
+        return {
+            "name": name,
+            "iqm": e.iqm,
+            "ci_low": e.ci_low,
+            "ci_high": e.ci_high,
+            "n": e.n,
+            "clears_floor": self.control_clears,
+            "note": self.control_note,
+            "detail": list(self.control_detail),
+        }
 
     def to_row(self) -> dict[str, Any]:
         ours = self.estimates[self.ours]
@@ -386,6 +440,7 @@ class ClaimResult:
             "category": self.decision.category,
             "reason": self.decision.reason,
             "conditions": [asdict(c) for c in self.conditions],
+            "positive_control": self._control_row(),
             "coverage_complete": self.coverage_complete,
             "coverage_note": self.coverage_note,
             "deviations": list(self.deviations),
@@ -430,6 +485,8 @@ def verdict(
         return Verdict(INCONCLUSIVE, "multiplicity: no decision survives Holm's correction")
     if not needed and any(j.reason == NO_SPREAD for j in judgements):
         return Verdict(INCONCLUSIVE, "no spread: the compared runs do not vary")
+    if any(n == 0 for n in needed):
+        return Verdict(INCONCLUSIVE, "power")
     if any(n is None for n in needed):
-        return Verdict(INCONCLUSIVE, "power: no difference observed")
+        return Verdict(INCONCLUSIVE, "power: not decided at 100 seeds per arm in simulation")
     return Verdict(INCONCLUSIVE, f"power: ~{max(needed)} seeds per arm would decide")

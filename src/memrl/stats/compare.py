@@ -3,7 +3,9 @@
 A comparison says that method A beats method B (``beats``) or shows no loss against it
 (``matches or beats``). Both are judged on the *difference* d = IQM(A) − IQM(B), signed so
 that d > 0 is the paper's way, with a 95% CI from a bootstrap over the seeds of both arms
-(:func:`difference`):
+(:func:`difference`; where a run's value is a mean over items, such as test questions, the
+items within each seed are resampled too, and a deterministic method is one run whose
+interval comes from its items alone):
 
 - **beats** holds when the CI lies above 0, fails when it lies at or below 0 (no positive
   difference inside it: a loss, or an exact tie such as two arms that all succeed);
@@ -14,7 +16,12 @@ that d > 0 is the paper's way, with a 95% CI from a bootstrap over the seeds of 
   two methods that both sit at the floor say nothing about the paper; and when its CI has
   no width (**no spread**: nothing varies between the resampled runs, as with copies of one
   deterministic run, values on a coarse grid, or a constant against one): an interval of
-  width zero is evidence of nothing.
+  width zero is evidence of nothing; and when the design has too few seeds for any exact
+  test to decide (:func:`design_p`: 3 seeds against 3 are all above in 1 of 20 experiments
+  with no effect, more than the 2.5% a 95% interval allows on one side).
+
+An undecided comparison says how many seeds per arm would decide it in 80% of experiments,
+by simulation from the observed seeds (:func:`seeds_for_power`).
 
 A claim's comparisons are several tests: where a verdict rests on *some* of them (one fails,
 one holds), their decisions stand only as far as Holm–Bonferroni's step-down allows
@@ -30,8 +37,9 @@ measures the rule's error rates by simulation; :data:`MEASURED_RATES` states the
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -66,11 +74,19 @@ STATISTICS = {"iqm": iqm, "mean": _mean}
 @dataclass(frozen=True)
 class Arm:
     """One method's per-seed values with their IQM (or ``statistic``) and 95% CI (an
-    :class:`Estimate`, whose ``iqm`` field then holds that statistic)."""
+    :class:`Estimate`, whose ``iqm`` field then holds that statistic).
+
+    ``items``: where a run's value is the mean over items (test questions, test tasks,
+    evaluation episodes), each run's per-item values, and ``clusters`` the group each item
+    belongs to (items of one group are resampled together: questions of one conversation).
+    The bootstrap then resamples what varies: seeds, and items within each seed. A
+    deterministic method is one run with its items, never copied per seed."""
 
     values: tuple[float, ...]
     estimate: Estimate
     statistic: str = "iqm"
+    items: tuple[tuple[float, ...], ...] = ()
+    clusters: tuple[tuple[int, ...], ...] = ()
 
     @property
     def iqm(self) -> float:
@@ -88,8 +104,16 @@ class Arm:
     def n(self) -> int:
         return self.estimate.n
 
+    @property
+    def dof(self) -> int:
+        """The count the small-sample expansion uses: seeds, or one run's item groups."""
+        return self.n if self.n >= 2 or not self.items else len(set(self.clusters[0]))
+
     def as_dict(self) -> dict:
         out = {**self.estimate.as_dict(), "values": list(self.values)}
+        if self.items:
+            out["items_per_run"] = [len(i) for i in self.items]
+            out["clusters_per_run"] = [len(set(c)) for c in self.clusters]
         return out if self.statistic == "iqm" else {**out, "statistic": self.statistic}
 
     def __str__(self) -> str:
@@ -110,24 +134,114 @@ def _boot(x: np.ndarray, rng: np.random.Generator, reps: int, statistic: str = "
     return STATISTICS[statistic](x[rng.integers(0, len(x), (reps, len(x)))], axis=1)
 
 
+def _item_means(
+    values: np.ndarray, clusters: np.ndarray, rng: np.random.Generator, shape: tuple[int, ...]
+) -> np.ndarray:
+    """Means of one run's items over ``shape`` resamples of its item groups (clusters drawn
+    with replacement, each bringing all its items)."""
+    _, group = np.unique(clusters, return_inverse=True)
+    sums, counts = np.bincount(group, weights=values), np.bincount(group)
+    draw = rng.integers(0, len(sums), (*shape, len(sums)))
+    return sums[draw].sum(-1) / counts[draw].sum(-1)
+
+
+def _boot_arm(side: Arm, rng: np.random.Generator, reps: int, statistic: str) -> np.ndarray:
+    """Bootstrap replicates of an arm's statistic: its seeds resampled, and with ``items``
+    each drawn seed's items resampled too (a two-stage bootstrap; one run: its items only)."""
+    x = np.asarray(side.values, dtype=np.float64)
+    if not side.items:
+        return _boot(x, rng, reps, statistic)
+    n = len(x)
+    means = np.stack(
+        [
+            _item_means(np.asarray(v, float), np.asarray(c), rng, (reps, n))
+            for v, c in zip(side.items, side.clusters, strict=True)
+        ]
+    )  # runs x reps x n: every (replicate, slot) its own item resample of every run
+    if n == 1:
+        return means[0, :, 0]
+    pick = rng.integers(0, n, (reps, n))
+    drawn = means[pick, np.arange(reps)[:, None], np.arange(n)[None, :]]
+    return STATISTICS[statistic](drawn, axis=1)
+
+
+def _exact(k: int, n: int, level: float = LEVEL) -> tuple[float, float]:
+    """Clopper–Pearson interval of a success share ``k / n``."""
+    from scipy import stats
+
+    a = (1 - level) / 2
+    lo = stats.beta.ppf(a, k, n - k + 1) if k > 0 else 0.0
+    hi = stats.beta.ppf(1 - a, k + 1, n - k) if k < n else 1.0
+    return float(lo), float(hi)
+
+
+def _runs_items(
+    items: Sequence[Sequence[float]] | None,
+    clusters: Sequence[Sequence] | None,
+    label: str,
+) -> tuple[tuple[tuple[float, ...], ...], tuple[tuple[int, ...], ...]]:
+    if items is None:
+        return (), ()
+    runs = tuple(tuple(float(v) for v in it) for it in items)
+    if any(not r for r in runs) or not all(np.isfinite(r).all() for r in runs):
+        raise ValueError(f"{label}: every run needs >= 1 finite item value")
+    if clusters is None:
+        groups = tuple(tuple(range(len(r))) for r in runs)
+    else:
+        if [len(c) for c in clusters] != [len(r) for r in runs]:
+            raise ValueError(f"{label}: one cluster label per item")
+        groups = tuple(
+            tuple(int(i) for i in np.unique(np.asarray(c), return_inverse=True)[1])
+            for c in clusters
+        )
+    return runs, groups
+
+
 def arm(
-    values: Sequence[float], claim_id: str, name: str, reps: int = REPS, statistic: str = "iqm"
+    values: Sequence[float] | None,
+    claim_id: str,
+    name: str,
+    reps: int = REPS,
+    statistic: str = "iqm",
+    *,
+    items: Sequence[Sequence[float]] | None = None,
+    clusters: Sequence[Sequence] | None = None,
 ) -> Arm:
     """The IQM (or ``statistic``: ``"mean"``) of ``values`` (one per seed) with its
     expanded-percentile bootstrap 95% CI, seeded by ``(claim_id, name)``: the same values
-    always give the same interval."""
+    always give the same interval.
+
+    ``items``: each run's per-item values (its value is their mean; ``values`` may then be
+    None), ``clusters`` their groups: the bootstrap resamples items within seeds too. One run
+    needs its items (a deterministic method: its interval is over its items alone; binary
+    items without groups get the exact Clopper–Pearson interval)."""
+    label = f"{claim_id} · {name}"
+    runs, groups = _runs_items(items, clusters, label)
+    if values is None:
+        if not runs:
+            raise ValueError(f"{label}: give values or items")
+        values = [float(np.mean(r)) for r in runs]
     x = np.asarray(values, dtype=np.float64).reshape(-1)
-    if len(x) < 2:
-        raise ValueError(f"{claim_id} · {name}: a confidence interval needs >= 2 seeds")
+    if runs and (len(runs) != len(x) or not np.allclose([np.mean(r) for r in runs], x, atol=1e-9)):
+        raise ValueError(f"{label}: each run's value must be the mean of its items")
+    if len(x) < 2 and not runs:
+        raise ValueError(f"{label}: a confidence interval needs >= 2 seeds (or one run's items)")
     if not np.isfinite(x).all():
-        raise ValueError(f"{claim_id} · {name}: values must be finite")
-    rng = np.random.default_rng(stable_seed(claim_id, name))
-    dist = _boot(x, rng, max(reps, REPS), statistic)
-    t = _tail(len(x))
-    lo, hi = np.quantile(dist, [t, 1 - t])
+        raise ValueError(f"{label}: values must be finite")
+    side = Arm(tuple(float(v) for v in x), Estimate(0.0, 0.0, 0.0, len(x)), statistic, runs, groups)
     point = float(STATISTICS[statistic](x))
+    binary = (
+        set(np.concatenate([np.asarray(r) for r in runs]).tolist()) <= {0.0, 1.0} if runs else False
+    )
+    if len(x) == 1 and binary and len(set(groups[0])) == len(runs[0]):
+        lo, hi = _exact(int(sum(runs[0])), len(runs[0]))
+    else:
+        rng = np.random.default_rng(stable_seed(claim_id, name))
+        dist = _boot_arm(side, rng, max(reps, REPS), statistic)
+        t = _tail(side.dof)
+        lo, hi = np.quantile(dist, [t, 1 - t])
     est = Estimate(point, float(lo), float(hi), len(x))
-    return Arm(tuple(float(v) for v in x), est, statistic)
+    return Arm(side.values, est, statistic, runs, groups)
 
 
 def _sample(side, statistic: str = "iqm") -> tuple[np.ndarray | None, float]:
@@ -142,6 +256,20 @@ def _sample(side, statistic: str = "iqm") -> tuple[np.ndarray | None, float]:
         return None, float(side)
     x = np.asarray(side, dtype=np.float64).reshape(-1)
     return x, float(STATISTICS[statistic](x))
+
+
+def _replicates(side, x: np.ndarray | None, point: float, rng, reps: int, statistic: str):
+    if x is None:
+        return point
+    if isinstance(side, Arm) and side.items:
+        return _boot_arm(side, rng, reps, statistic)
+    return _boot(x, rng, reps, statistic)
+
+
+def _dof(side, x: np.ndarray | None) -> int | None:
+    if x is None:
+        return None
+    return side.dof if isinstance(side, Arm) else len(x)
 
 
 # =========================================================================== the difference
@@ -161,7 +289,7 @@ def difference(
     ``StratifiedIndependentBootstrap``), the percentile interval expanded for small samples.
 
     Each side is an :class:`Arm`, per-seed values, or a constant (a paper's number, a
-    threshold). ``n`` is the smaller arm's seed count. ``expand=False``: the plain percentile
+    threshold). ``n`` is the smaller arm's seed count (a one-run arm: its item groups). ``expand=False``: the plain percentile
     interval (what rliable computes). ``statistic``: ``"iqm"`` or ``"mean"`` over seeds (by
     default the arms' own; two arms must agree). ``p_at``: also return the two-sided α at
     which the interval's lower end would reach ``p_at``, and at which its upper end would
@@ -172,18 +300,23 @@ def difference(
     statistic = statistic or (own.pop() if own else "iqm")
     a, pa = _sample(better, statistic)
     b, pb = _sample(worse, statistic)
+    # one run whose items form a single group cannot vary: it enters as its value (a constant)
+    a = None if isinstance(better, Arm) and better.dof < 2 else a
+    b = None if isinstance(worse, Arm) and worse.dof < 2 else b
     if a is None and b is None:
         raise ValueError("a difference needs at least one arm of seeds")
-    for x in (a, b):
-        if x is not None and (len(x) < 2 or not np.isfinite(x).all()):
-            raise ValueError("a difference needs >= 2 finite values per arm (or a constant)")
+    for side, x in ((better, a), (worse, b)):
+        if x is not None and ((_dof(side, x) or 0) < 2 or not np.isfinite(x).all()):
+            raise ValueError(
+                "a difference needs >= 2 finite values per arm (or one run's items, or a constant)"
+            )
     sign = 1.0 if higher_is_better else -1.0
     rng = np.random.default_rng(seed)
     reps = max(reps, REPS)
-    da = _boot(a, rng, reps, statistic) if a is not None else pa
-    db = _boot(b, rng, reps, statistic) if b is not None else pb
+    da = _replicates(better, a, pa, rng, reps, statistic)
+    db = _replicates(worse, b, pb, rng, reps, statistic)
     dist = sign * (np.asarray(da) - np.asarray(db))
-    n = min(len(x) for x in (a, b) if x is not None)
+    n = min(d for d in (_dof(better, a), _dof(worse, b)) if d is not None)
     t = _tail(n, level) if expand else (1 - level) / 2
     lo, hi = np.quantile(dist, [t, 1 - t])
     # equal IQMs differ by rounding noise (1e-17): round it away so a tie reads as 0
@@ -260,8 +393,15 @@ class Judgement:
     margin: float | None
     outcome: str  # HOLDS | FAILS | UNDECIDED
     reason: str = ""  # for UNDECIDED: "floor", "power", NO_SPREAD or MULTIPLICITY
-    seeds_needed: int | None = None  # for "power": seeds per arm that would decide
     p: float | None = None  # HOLDS / FAILS (and MULTIPLICITY): the α at which it would stand
+    # for "power": the simulation behind :attr:`seeds_needed`, run when first asked for
+    power: Callable[[], int | None] | None = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def seeds_needed(self) -> int | None:
+        """For "power": seeds per arm at which the rule decides in 80% of simulated
+        experiments (:func:`seeds_for_power`; None: not within its cap; 0: not simulated)."""
+        return self.power() if self.power is not None else None
 
 
 def clears(side, floor, higher_is_better: bool) -> bool:
@@ -273,14 +413,100 @@ def clears(side, floor, higher_is_better: bool) -> bool:
     return hi < floor.ci_low
 
 
-def seeds_to_decide(d: Estimate, threshold: float, n: int) -> int | None:
-    """Seeds per arm at which a CI of today's width, shrinking as 1/√n, would leave
-    ``threshold`` at the observed difference (None: no difference observed)."""
-    gap = d.iqm - threshold
-    if gap == 0 or n < 2:
+def _units(side) -> int | None:
+    """How many exchangeable units an arm has for the design bound: its seeds; None for a
+    constant or one run (a deterministic method: its items vary, not its seeds)."""
+    if isinstance(side, Arm):
+        return side.n if side.n >= 2 else None
+    if isinstance(side, Estimate) or np.ndim(side) == 0:
         return None
-    half = (d.iqm - d.ci_low) if gap > 0 else (d.ci_high - d.iqm)
-    return max(n + 1, math.ceil(n * (half / abs(gap)) ** 2))
+    return len(np.asarray(side).reshape(-1))
+
+
+def design_p(better, worse) -> float:
+    """The smallest one-sided p-value any exact test of this design could reach: with two
+    arms of n_a and n_b seeds, 1 / C(n_a + n_b, n_a) (every seed of one arm above every seed
+    of the other, under exchangeable seeds); against a constant or one run, 2^-n (every seed
+    above it, under a symmetric null); two one-run arms: over their item groups. Where it
+    exceeds α/2, no interval from these seeds can decide at 95%, whatever the bootstrap
+    says: 3 seeds against 3 reach 1/20, against a constant 1/8."""
+    na, nb = _units(better), _units(worse)
+    if na is None and nb is None:  # two deterministic runs: their item groups are the units
+        na, nb = (s.dof if isinstance(s, Arm) else None for s in (better, worse))
+        if na is None or nb is None:
+            return 0.0 if (na or nb) else 1.0
+    if na is None or nb is None:
+        return 2.0 ** -(na or nb)
+    return 1.0 / math.comb(na + nb, na)
+
+
+def seeds_for_design(better, worse, level: float = LEVEL) -> int:
+    """The fewest seeds per seeded arm at which :func:`design_p` reaches (1 − level) / 2."""
+    two = _units(better) is not None and _units(worse) is not None
+    n = 2
+    while (1.0 / math.comb(2 * n, n) if two else 2.0**-n) > (1 - level) / 2:
+        n += 1
+    return n
+
+
+def seeds_for_power(
+    better,
+    worse,
+    relation: str,
+    higher_is_better: bool,
+    seed: int,
+    *,
+    margin: float | None = None,
+    power: float = 0.8,
+    experiments: int = 100,
+    cap: int = 100,
+) -> int | None:
+    """The seeds per arm at which the rule decides (holds or fails) in ``power`` of simulated
+    experiments, each seed drawn from an arm's observed seeds (the observed effect and spread
+    taken as true; a constant stays constant). None: not within ``cap`` seeds."""
+    pools = [
+        None if _units(s) is None else np.asarray(_sample(s)[0], dtype=np.float64)
+        for s in (better, worse)
+    ]
+    consts = [_sample(s)[1] for s in (better, worse)]
+    statistic = next((s.statistic for s in (better, worse) if isinstance(s, Arm)), "iqm")
+    threshold = -margin if relation == MATCHES else 0.0
+    sign = 1.0 if higher_is_better else -1.0
+    rng = np.random.default_rng(seed)
+    two = all(p is not None for p in pools)
+
+    def rate(n: int) -> float:
+        """Share of ``experiments`` at ``n`` seeds per arm the rule decides (vectorised:
+        the same expanded-percentile interval as :func:`difference`)."""
+        if (1.0 / math.comb(2 * n, n) if two else 2.0**-n) > (1 - LEVEL) / 2:
+            return 0.0
+        reps = REPS if n <= 10 else 1000  # the expanded tails are ~0.1% only at few seeds
+        t, hits = _tail(n), 0
+        for start in range(0, experiments, 10):  # 10 experiments at a time bounds memory
+            e = min(10, experiments - start)
+            boot = []
+            for pool, c in zip(pools, consts, strict=True):
+                if pool is None:
+                    boot.append(c)
+                    continue
+                x = pool[rng.integers(0, len(pool), (e, 1, n))]
+                idx = rng.integers(0, n, (e, reps, n))
+                boot.append(STATISTICS[statistic](np.take_along_axis(x, idx, axis=2), axis=2))
+            dist = sign * (np.asarray(boot[0]) - np.asarray(boot[1]))
+            lo, hi = np.quantile(dist, [t, 1 - t], axis=-1)
+            hits += int(np.sum(((lo > threshold) | (hi <= threshold)) & (hi > lo)))
+        return hits / experiments
+
+    now = max((n for n in (_units(better), _units(worse)) if n), default=1)
+    lo, hi = now, now + 1  # undecided at ``now`` seeds
+    while rate(hi) < power:  # double until it decides often enough
+        lo, hi = hi, hi * 2
+        if hi > cap:
+            return None
+    while hi - lo > 1:  # then bisect
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if rate(mid) >= power else (mid, hi)
+    return hi
 
 
 def judge(
@@ -294,9 +520,11 @@ def judge(
     floor=None,
     sides: Sequence = (),
     reps: int = REPS,
+    power_experiments: int = 100,
 ) -> Judgement:
     """Judge one comparison (see the module's docstring). ``sides``: the arms that must clear
-    ``floor`` (default: ``better`` and ``worse``)."""
+    ``floor`` (default: ``better`` and ``worse``). ``power_experiments``: simulated
+    experiments per seed count for an undecided comparison's ``seeds_needed`` (0: none)."""
     if relation not in (BEATS, MATCHES):
         raise ValueError(f"relation must be '{BEATS}' or '{MATCHES}', got {relation!r}")
     if relation == MATCHES and margin is None:
@@ -310,11 +538,27 @@ def judge(
     if d.ci_low == d.ci_high:  # nothing varies: copies of one run, a grid, a constant
         return Judgement(d, margin, UNDECIDED, NO_SPREAD)
     side = decided(d, threshold)
-    if side == HOLDS:
+    too_few = design_p(better, worse) > (1 - LEVEL) / 2  # no exact test could decide here
+    if side == HOLDS and not too_few:
         return Judgement(d, margin, HOLDS, p=p_above)
-    if side == FAILS:
+    if side == FAILS and not too_few:
         return Judgement(d, margin, FAILS, p=p_below)
-    return Judgement(d, margin, UNDECIDED, "power", seeds_to_decide(d, threshold, d.n))
+
+    def needed() -> int | None:
+        if not power_experiments:  # not simulated (0): a simulation of the rule itself
+            return 0
+        n = seeds_for_power(
+            better,
+            worse,
+            relation,
+            higher_is_better,
+            seed,
+            margin=margin,
+            experiments=power_experiments,
+        )
+        return max(n, seeds_for_design(better, worse)) if too_few and n is not None else n
+
+    return Judgement(d, margin, UNDECIDED, "power", power=needed)
 
 
 def decided(d: Estimate, threshold: float) -> str:

@@ -38,18 +38,30 @@ def floor_arm(
     floor: str = "random",
     reps: int = 2000,
     statistic: str = "iqm",
+    items: Callable | None = None,
+    clusters: Callable | None = None,
 ) -> dict[str, Arm]:
     """``{name: arm}`` of ``floor`` on ``env`` (``value``: a column, or a function of a row),
-    or ``{}`` when the store holds no such floor run. A floor run once (deterministic) stands
-    for every seed."""
+    or ``{}`` when the store holds no such floor run. ``items`` (and ``clusters``): functions
+    of a row giving the run's per-item values (and their groups); a floor run once
+    (deterministic) is one run whose interval comes from its items, never copies."""
     if floors is None or not len(floors) or "floor" not in floors:
         return {}
     rows = floors[(floors.floor == floor) & (floors.env == env)]
     if not len(rows):
         return {}
-    vals = rows.apply(value, axis=1) if callable(value) else rows[value]
-    vals = list(vals) * (2 if len(vals) == 1 else 1)
-    return {name(floor, env): arm(vals, claim_id, name(floor, env), reps, statistic)}
+    vals = list(rows.apply(value, axis=1) if callable(value) else rows[value])
+    per_item = [list(items(r)) for _, r in rows.iterrows()] if items else None
+    groups = [list(clusters(r)) for _, r in rows.iterrows()] if items and clusters else None
+    if len(vals) == 1 and per_item is None:
+        raise ValueError(
+            f"{claim_id} · {name(floor, env)}: one run needs its items for an interval"
+        )
+    return {
+        name(floor, env): arm(
+            vals, claim_id, name(floor, env), reps, statistic, items=per_item, clusters=groups
+        )
+    }
 
 
 FLOOR = "floor"  # the column of a floor in the dvc plots tables

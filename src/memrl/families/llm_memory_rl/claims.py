@@ -42,17 +42,66 @@ SCALE = "model scale"  # the LLM conditions do not clear a policy that knows not
 SHOP_FLOORS = ("random search-then-buy", "random")  # the stricter of the two is the floor
 
 
-def _shop_floor(cfg, floors, claim: Claim, value) -> tuple[dict[str, Arm], str | None, str | None]:
+def _test_items(metric: str):
+    """A shop run's per-task values of ``test_score`` / ``test_success`` (its items)."""
+    key = metric.removeprefix("test_")
+    return lambda row: row["test_items"][key]
+
+
+def _task_best(row) -> list[float]:
+    """Each task's best score over an AgentFly run's iterations (the items of best_score)."""
+    return list(np.max(np.asarray(row["task_scores"], float), axis=0))
+
+
+def _shop_floor(
+    cfg, floors, claim: Claim, value, items
+) -> tuple[dict[str, Arm], str | None, str | None]:
     """(arms, floor, ceiling) on the shop: the knowledge-free policies (the higher-scoring
-    one is the floor) and the annotated expert (``oracle``, the ceiling), scored by ``value``
-    (a column or a function of a floor run's row)."""
+    one is the floor) and the annotated expert (``oracle``, the ceiling, run once), scored
+    by ``value`` (a column or a function of a floor run's row) with ``items`` (a function of
+    a row: its per-task values)."""
     est: dict[str, Arm] = {}
     for f in (*SHOP_FLOORS, "oracle"):
-        est |= floor_arm(floors, claim.claim_id, "shop", value, f, cfg.bootstrap_reps)
+        est |= floor_arm(floors, claim.claim_id, "shop", value, f, cfg.bootstrap_reps, items=items)
     names = [floor_name(f, "shop") for f in SHOP_FLOORS if floor_name(f, "shop") in est]
     fl = max(names, key=lambda f: est[f].iqm, default=None)
     top = floor_name("oracle", "shop")
     return est, fl, top if top in est else None
+
+
+def _control(
+    cfg, runs: Runs, claim: Claim, name: str, env: str, value, items, clusters=None
+) -> dict[str, Arm]:
+    """``{label: arm}`` of the positive control ``name`` on ``env`` (``value``: a column or a
+    function of its row, ``items`` / ``clusters`` functions of its row), or ``{}``."""
+    df = runs.controls
+    if not len(df) or "control" not in df:
+        return {}
+    rows = df[(df.control == name) & (df.env == env)]
+    if not len(rows):
+        return {}
+    label = f"{name} · {env} (positive control)"
+    vals = list(rows.apply(value, axis=1) if callable(value) else rows[value])
+    return {
+        label: arm(
+            vals,
+            claim.claim_id,
+            label,
+            cfg.bootstrap_reps,
+            items=[list(items(r)) for _, r in rows.iterrows()],
+            clusters=[list(clusters(r)) for _, r in rows.iterrows()] if clusters else None,
+        )
+    }
+
+
+def divergences(runs: Runs, name: str) -> list[dict]:
+    """Where the control left its expert's path (first run): the expert's and the chosen
+    action with their mean token log-likelihoods."""
+    df = runs.controls
+    if not len(df) or "divergences" not in df:
+        return []
+    rows = df[df.control == name].sort_values("run")
+    return list(rows.divergences.iloc[0]) if len(rows) else []
 
 
 _RLEM_STATEMENT = (
@@ -213,11 +262,33 @@ def _rlem_deviations(cfg: LLMMemoryRLParams) -> list[str]:
 
 
 def _rlem_est(cfg, runs: Runs, claim: Claim, metric: str) -> dict[str, Arm]:
-    df = runs.rlem
+    """Each condition's arm: its runs, and each run's test tasks as items."""
+    df, per_task = runs.rlem, _test_items(metric)
     return {
-        LABELS[c]: arm(df[df.condition == c][metric], claim.claim_id, LABELS[c], cfg.bootstrap_reps)
+        LABELS[c]: arm(
+            g[metric],
+            claim.claim_id,
+            LABELS[c],
+            cfg.bootstrap_reps,
+            items=[per_task(r) for _, r in g.iterrows()],
+        )
         for c in cfg.rlem.conditions
-        if (df.condition == c).any()
+        if len(g := df[df.condition == c])
+    }
+
+
+def _rlem_control(cfg, runs: Runs, claim: Claim, metric: str) -> dict:
+    """The claim's positive control (expert exemplars) as ClaimResult keywords."""
+    est = _control(cfg, runs, claim, "expert exemplars", "shop", metric, _test_items(metric))
+    if not est:
+        return {}
+    diverged = divergences(runs, "expert exemplars")
+    return {
+        "positive_control": next(iter(est.items())),
+        "control_note": "the static agent with the test tasks' own expert trajectories as its "
+        f"memory; it left the expert's path on {len(diverged)} of {cfg.rlem.test_tasks} test "
+        "tasks (first run)",
+        "control_detail": diverged,
     }
 
 
@@ -250,7 +321,7 @@ def _rlem_trends(cfg, runs: Runs, claim: Claim, comps, metric: str) -> dict:
 
 def _rlem_vs_baselines(cfg, runs: Runs, claim: Claim, metric: str, floors) -> ClaimResult | None:
     conds = set(runs.rlem.condition)
-    est, fl, top = _shop_floor(cfg, floors, claim, metric)
+    est, fl, top = _shop_floor(cfg, floors, claim, metric, _test_items(metric))
     pairs = []
     if "static" in conds:
         pairs.append((LABELS["rlem"], LABELS["static"]))
@@ -268,6 +339,7 @@ def _rlem_vs_baselines(cfg, runs: Runs, claim: Claim, metric: str, floors) -> Cl
         deviations=_rlem_deviations(cfg),
         floor_reason="" if fl else NO_FLOOR_RUNS,
         **_rlem_trends(cfg, runs, claim, comps, metric),
+        **_rlem_control(cfg, runs, claim, metric),
     )
 
 
@@ -292,7 +364,7 @@ def llm_3(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None
         for r, g in gain.items()
     }
     name = "RLEM − static (score gain)"
-    fl_est, fl, top = _shop_floor(cfg, floors, LLM_3, "test_score")
+    fl_est, fl, top = _shop_floor(cfg, floors, LLM_3, "test_score", _test_items("test_score"))
     sides = {
         k: v
         for k, v in _rlem_est(cfg, runs, LLM_3, "test_score").items()
@@ -327,6 +399,7 @@ def llm_3(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None
         if n >= 4
         else f"{n} runs cover {n} of the 4 (memory x training set) combos",
         extra={"gain_per_combo": combos},
+        **_rlem_control(cfg, runs, LLM_3, "test_score"),
     )
 
 
@@ -336,7 +409,7 @@ def llm_4(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None
     if not ablations:
         return None
     keep = (LABELS["rlem"], *[LABELS[a] for a in ablations])
-    est, fl, top = _shop_floor(cfg, floors, LLM_4, "test_score")
+    est, fl, top = _shop_floor(cfg, floors, LLM_4, "test_score", _test_items("test_score"))
     est |= {k: v for k, v in _rlem_est(cfg, runs, LLM_4, "test_score").items() if k in keep}
     comps = [Comparison(LABELS["rlem"], LABELS[a], floor=fl, ceiling=top) for a in ablations]
     return ClaimResult(
@@ -348,6 +421,7 @@ def llm_4(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None
         budget=_rlem_budget(cfg),
         deviations=_rlem_deviations(cfg),
         **_rlem_trends(cfg, runs, LLM_4, comps, "test_score"),
+        **_rlem_control(cfg, runs, LLM_4, "test_score"),
     )
 
 
@@ -375,10 +449,24 @@ def _fly_conds(cfg: LLMMemoryRLParams, runs: Runs) -> list[str]:
     return [c for c in cfg.agentfly.conditions if (runs.fly.condition == c).any()]
 
 
+def _fly_control(cfg, runs: Runs, claim: Claim) -> dict:
+    """AgentFly's positive control (each task's own expert case in the bank, one pass)."""
+    est = _control(
+        cfg, runs, claim, "expert cases", "shop", "test_score", _test_items("test_score")
+    )
+    if not est:
+        return {}
+    return {
+        "positive_control": next(iter(est.items())),
+        "control_note": "one pass over the tasks with each task's own expert case in the bank "
+        "(score per task)",
+    }
+
+
 def llm_5(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None:
     conds, fly, last = _fly_conds(cfg, runs), runs.fly, cfg.agentfly.iterations - 1
     order = [c for c in ("parametric", "nonparametric", "none") if c in conds]
-    est, fl, top = _shop_floor(cfg, floors, LLM_5, lambda r: r.best_score[last])
+    est, fl, top = _shop_floor(cfg, floors, LLM_5, lambda r: r.best_score[last], _task_best)
     comps = [
         Comparison(FLY_LABELS[a], FLY_LABELS[b], floor=fl, ceiling=top)
         for a, b in itertools.pairwise(order)
@@ -387,12 +475,14 @@ def llm_5(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None
         return None
     est |= {
         FLY_LABELS[c]: arm(
-            [v[last] for v in fly[fly.condition == c].best_score],
+            [v[last] for v in g.best_score],
             "LLM-5",
             FLY_LABELS[c],
             cfg.bootstrap_reps,
+            items=[_task_best(r) for _, r in g.iterrows()],
         )
         for c in conds
+        for g in [fly[fly.condition == c]]
     }
     n = cfg.agentfly.iterations
     series = {
@@ -409,6 +499,7 @@ def llm_5(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None
         trends=trends(LLM_5, comps, series, [(i + 1) / n for i in range(n)], cfg.bootstrap_reps),
         trend_note="the same measure up to each iteration",
         floor_reason="" if fl else NO_FLOOR_RUNS,
+        **_fly_control(cfg, runs, LLM_5),
     )
 
 
@@ -417,15 +508,23 @@ def llm_6(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None
     mem = [c for c in ("parametric", "nonparametric") if c in _fly_conds(cfg, runs)]
     if not mem or hp.iterations < 2:
         return None
-    est, fl, top = _shop_floor(cfg, floors, LLM_6, lambda r: r.iter_score[-1])
+    est, fl, top = _shop_floor(
+        cfg, floors, LLM_6, lambda r: r.iter_score[-1], lambda r: r["task_scores"][-1]
+    )
     series: dict[str, np.ndarray] = {}
     comps = []
     n = hp.iterations
     for c in mem:
         g = fly[fly.condition == c]
         a, b = f"{FLY_LABELS[c]} · iteration {n}", f"{FLY_LABELS[c]} · iteration 1"
-        est[a] = arm([v[-1] for v in g.iter_score], "LLM-6", a, cfg.bootstrap_reps)
-        est[b] = arm([v[0] for v in g.iter_score], "LLM-6", b, cfg.bootstrap_reps)
+        for name, i in ((a, -1), (b, 0)):
+            est[name] = arm(
+                [v[i] for v in g.iter_score],
+                "LLM-6",
+                name,
+                cfg.bootstrap_reps,
+                items=[t[i] for t in g.task_scores],
+            )
         scores = np.array(g.iter_score.tolist(), float)
         series[a], series[b] = scores[:, 1:], np.repeat(scores[:, :1], n - 1, axis=1)
         comps.append(Comparison(a, b, floor=fl, ceiling=top))
@@ -440,6 +539,7 @@ def llm_6(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None
         used=Budget(n, ITERATIONS),
         trends=trends(LLM_6, comps, series, [(i + 1) / n for i in range(1, n)], cfg.bootstrap_reps),
         trend_note="iteration k's score against iteration 1's, k = 2..n",
+        **_fly_control(cfg, runs, LLM_6),
     )
 
 
@@ -475,7 +575,8 @@ def _memory_r1(cfg: LLMMemoryRLParams, runs: Runs, claim: Claim, metric: str, fl
     budget = (
         f"GRPO: {hp.epochs} epochs over {hp.probes} probed training turns, G = {hp.group}; "
         f"{int(mr1.questions.iloc[0])} test questions; {cfg.seeds} seeds (the baselines "
-        "are deterministic: one run stands for every seed)"
+        "are deterministic: one run each, its spread from its questions resampled by "
+        "conversation)"
     )
     ops = memory_r1_ops(mr1)
     fit = operation_fit(ops)
@@ -485,14 +586,31 @@ def _memory_r1(cfg: LLMMemoryRLParams, runs: Runs, claim: Claim, metric: str, fl
         c: {op: float(shares.loc[c, op]) for op in counts if counts.loc[c, op] > 0}
         for c in counts.index
     }
-    est = floor_arm(floors, claim.claim_id, "dialogues", metric, "no memory", cfg.bootstrap_reps)
+    per_q, conv = (lambda r: r["items"][metric]), (lambda r: r["items"]["conversation"])
+    est = floor_arm(
+        floors,
+        claim.claim_id,
+        "dialogues",
+        metric,
+        "no memory",
+        cfg.bootstrap_reps,
+        items=per_q,
+        clusters=conv,
+    )
     fl = next(iter(est), None)
     est |= {
         MR1_LABELS[c]: arm(
-            mr1[mr1.condition == c][metric], claim.claim_id, MR1_LABELS[c], cfg.bootstrap_reps
+            g[metric],
+            claim.claim_id,
+            MR1_LABELS[c],
+            cfg.bootstrap_reps,
+            items=[per_q(r) for _, r in g.iterrows()],
+            clusters=[conv(r) for _, r in g.iterrows()],
         )
         for c in conds
+        for g in [mr1[mr1.condition == c]]
     }
+    control = _control(cfg, runs, claim, "gold memory", "dialogues", metric, per_q, conv)
     prompted = MR1_LABELS["prompted"]
     working = "prompted" in conds and fit.get(prompted, 0.0) >= MIN_OPERATION_FIT
     comps = [
@@ -510,6 +628,8 @@ def _memory_r1(cfg: LLMMemoryRLParams, runs: Runs, claim: Claim, metric: str, fl
         else []
     )
     fractions, series = _checkpointed(mr1, f"checkpoint_{metric}", MR1_LABELS)
+    # a deterministic baseline (one run, untrained) is a constant along GRPO's checkpoints
+    series = {k: v[0, 0] if len(v) == 1 else v for k, v in series.items()}
     return ClaimResult(
         claim=claim,
         estimates=est,
@@ -522,6 +642,9 @@ def _memory_r1(cfg: LLMMemoryRLParams, runs: Runs, claim: Claim, metric: str, fl
         trend_note="the test questions halfway through GRPO training and after it (the "
         "untrained managers keep their one test)",
         floor_reason="" if fl else NO_FLOOR_RUNS,
+        positive_control=next(iter(control.items()), None),
+        control_note="the answer agent reading each test conversation's gold memory bank "
+        "(what a perfect manager would keep)",
         extra={
             "f1_by_category": {
                 MR1_LABELS[c]: mr1[mr1.condition == c].f1_by_category.iloc[0] for c in conds

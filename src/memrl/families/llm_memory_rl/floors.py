@@ -1,4 +1,4 @@
-"""The LLM family's floors and ceilings, run as ordinary jobs.
+"""The LLM family's floors, ceilings and positive controls, run as ordinary jobs.
 
 On the shop, three policies that know nothing of the LLM conditions' memory: ``random``
 (uniform over the admissible actions), ``random search-then-buy`` (a random query, a random
@@ -6,7 +6,13 @@ result, buy: what a policy that can only search and buy scores) and ``oracle`` (
 annotated expert: the ceiling). Each plays REMEMBERER's test tasks once and AgentFly's
 tasks for its iterations (scored as the claims score the agents). On the dialogues, the
 answer agent with **no memory** (every question answered from an empty bank) is Memory-R1's
-floor. Nothing here knows about claims.
+floor.
+
+**Positive controls** show whether the LLM can use a memory at all: REMEMBERER's static agent
+with the test tasks' own expert trajectories as its memory (``expert exemplars``), AgentFly's
+agent with each task's own expert case in its bank (``expert cases``), Memory-R1's answer
+agent reading the gold memory bank (``gold memory``). A claim whose methods sit at the floor
+says "model scale" only when its control does too. Nothing here knows about claims.
 """
 
 from __future__ import annotations
@@ -15,7 +21,21 @@ from typing import Any
 
 import numpy as np
 
-from memrl.families.llm_memory_rl.params import LLMMemoryRLParams
+from memrl.families.llm_memory_rl.jobs import (
+    _setup,
+    _typed,
+    initial_memory,
+    question_items,
+    shop_items,
+)
+from memrl.families.llm_memory_rl.params import (
+    AgentFlyParams,
+    LLMMemoryRLParams,
+    LLMParams,
+    RLEMParams,
+    ShopDataParams,
+    ShopEnvParams,
+)
 from memrl.jobs import JobSpec
 
 HERE = "memrl.families.llm_memory_rl.floors"
@@ -60,22 +80,28 @@ def shop_floor(
     products, splits = load_shop(repo_root() / shop_data["path"])
     env = ShopEnv(products, shop["max_steps"], shop["n_results"])
     rng = np.random.default_rng(np.random.SeedSequence([run, 17]))
-    test = [_play(env, t, policy, rng) for t in splits["test"][:test_tasks]]
+    test_set = splits["test"][:test_tasks]
+    test = [_play(env, t, policy, rng) for t in test_set]
     tasks = splits["test"][:fly_tasks]
-    best, iter_score, best_score = np.zeros(len(tasks)), [], []
+    best, iter_score, best_score, per_task = np.zeros(len(tasks)), [], [], []
     for _ in range(iterations):
         r = np.array([_play(env, t, policy, rng) for t in tasks])
         best = np.maximum(best, r)
         iter_score.append(float(r.mean()))
         best_score.append(float(best.mean()))
+        per_task.append([float(v) for v in r])
+    success = [float(v >= 1 - 1e-9) for v in test]
     return {
         "floor": policy,
         "env": "shop",
         "run": run,
         "test_score": float(np.mean(test)),
-        "test_success": float(np.mean(np.array(test) >= 1 - 1e-9)),
+        "test_success": float(np.mean(success)),
+        "test_items": {"task": [t.tid for t in test_set], "score": test, "success": success},
         "iter_score": iter_score,
         "best_score": best_score,
+        "tasks": [t.tid for t in tasks],
+        "task_scores": per_task,
     }
 
 
@@ -93,13 +119,178 @@ def no_memory_answers(llm: dict, dialogue_data: dict, memory_r1: dict) -> dict[s
     scorer = _scorer(LLMParams(**llm))
     answerer = mr1.AnswerAgent(scorer, memory_r1["answer_k"])
     empty = mr1.MemoryBank(_embedder(llm["embedder"]).embed)
-    preds = [(answerer.answer(empty, q), q.answer) for c in test for q in c.questions]
+    rows = [
+        {"conversation": c.cid, "f1": f1_score(p, q.answer), "em": exact_match(p, q.answer)}
+        for c in test
+        for q in c.questions
+        for p in [answerer.answer(empty, q)]
+    ]
     return {
         "floor": "no memory",
         "env": "dialogues",
-        "f1": float(np.mean([f1_score(p, a) for p, a in preds])),
-        "em": float(np.mean([exact_match(p, a) for p, a in preds])),
-        "questions": len(preds),
+        "f1": float(np.mean([r["f1"] for r in rows])),
+        "em": float(np.mean([r["em"] for r in rows])),
+        "questions": len(rows),
+        "items": question_items(rows),
+    }
+
+
+# =========================================================================== positive controls
+class _Recorder:
+    """A scorer that keeps its last call's candidates and scores (a control's diagnosis)."""
+
+    def __init__(self, scorer):
+        self.inner, self.last = scorer, None
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+    def score(self, prefix: str, prompt: str, candidates, context: str = ""):
+        s = self.inner.score(prefix, prompt, candidates, context)
+        self.last = ([c.strip() for c in candidates], np.asarray(s, dtype=float))
+        return s
+
+    def choose(self, prefix, prompt, candidates, temperature, rng, context: str = "") -> int:
+        from memrl.llm.scoring import Scorer
+
+        return Scorer.choose(self, prefix, prompt, candidates, temperature, rng, context)
+
+
+def _divergence(agent, recorder: _Recorder, env, task, expert) -> tuple[object, dict | None]:
+    """Play ``task`` once (no learning) and find the first page where the agent leaves the
+    expert's path: the expert's action and the chosen one with their scores (mean token
+    log-likelihood), where the expert's action was the one its exemplar encourages."""
+    from memrl.agents.rlem import EpisodeResult
+
+    obs, info = env.reset(options={"task": task})
+    actions, first, reward, success = [], None, 0.0, False
+    done = truncated = False
+    while not (done or truncated):
+        adm = info["admissible"]
+        a = agent.act(task.instruction, info["page"], obs, adm)
+        step = len(actions)
+        on_path = (
+            first is None and step < len(expert) and actions == [t.action for t in expert[:step]]
+        )
+        if on_path and a != expert[step].action and recorder.last is not None:
+            cands, scores = recorder.last
+            want = expert[step].action
+            first = {
+                "task": task.tid,
+                "step": step,
+                "page": info["page"],
+                "expert": want,
+                "chosen": a,
+                "expert_loglik": float(scores[cands.index(want)]) if want in cands else None,
+                "chosen_loglik": float(scores[cands.index(a)]),
+            }
+        actions.append(a)
+        obs, reward, done, truncated, info = env.step(a)
+        success = bool(info["success"])
+    return EpisodeResult(float(reward), success, len(actions), tuple(actions)), first
+
+
+def expert_exemplars(
+    llm: dict, shop: dict, shop_data: dict, rlem: dict, run: int
+) -> dict[str, Any]:
+    """REMEMBERER's positive control: the static agent whose memory holds the annotated
+    trajectories of the *test tasks themselves* (every exemplar it retrieves encourages the
+    right action). If the LLM cannot follow these, no memory it could learn would help."""
+    from memrl.agents.rlem import RLEMAgent
+    from memrl.envs.shop import expert_episode
+
+    llm_p, rl = _typed(LLMParams, llm), _typed(RLEMParams, rlem)
+    shop_p, data_p = _typed(ShopEnvParams, shop), _typed(ShopDataParams, shop_data)
+    rng, splits, env, scorer, embedder = _setup(llm_p, shop_p, data_p, run, salt=23)
+    tasks = splits["test"][: rl.test_tasks]
+    recorder = _Recorder(scorer)
+    memory = initial_memory(rl, env, tasks)
+    agent = RLEMAgent(
+        recorder,
+        embedder,
+        memory,
+        "static",
+        rng,
+        exemplars=rl.exemplars,
+        temperature=llm_p.temperature,
+    )
+    played = [_divergence(agent, recorder, env, t, expert_episode(env, t)) for t in tasks]
+    test = [r for r, _ in played]
+    return {
+        "control": "expert exemplars",
+        "env": "shop",
+        "run": run,
+        "test_score": float(np.mean([r.reward for r in test])),
+        "test_success": float(np.mean([r.success for r in test])),
+        "test_items": shop_items(tasks, test),
+        "divergences": [d for _, d in played if d is not None],
+    }
+
+
+def expert_cases(
+    llm: dict, shop: dict, shop_data: dict, agentfly: dict, run: int
+) -> dict[str, Any]:
+    """AgentFly's positive control: one pass over its tasks with a case bank holding each
+    task's own expert case (non-parametric retrieval finds it first)."""
+    from memrl.agents.memento import CaseAgent
+    from memrl.envs.shop import expert_episode
+    from memrl.memory.cases import Case, CaseBank
+
+    llm_p, hp = _typed(LLMParams, llm), _typed(AgentFlyParams, agentfly)
+    shop_p, data_p = _typed(ShopEnvParams, shop), _typed(ShopDataParams, shop_data)
+    rng, splits, env, scorer, embedder = _setup(llm_p, shop_p, data_p, run, salt=29)
+    tasks = splits["test"][: hp.tasks]
+    bank = CaseBank("nonparametric", hp.k, hp.q_learning_rate, hp.q_epochs, seed=run)
+    for task in tasks:
+        played = expert_episode(env, task)
+        bank.add(Case(task.instruction, tuple(t.action for t in played), played[-1].reward))
+    agent = CaseAgent(scorer, embedder, bank, rng, llm_p.temperature)
+    res = [agent.run_episode(env, t, learn=False) for t in tasks]
+    return {
+        "control": "expert cases",
+        "env": "shop",
+        "run": run,
+        "test_score": float(np.mean([r.reward for r in res])),
+        "test_success": float(np.mean([r.success for r in res])),
+        "test_items": shop_items(tasks, res),
+    }
+
+
+def gold_memory(llm: dict, dialogue_data: dict, memory_r1: dict) -> dict[str, Any]:
+    """Memory-R1's positive control: the answer agent reading the *gold* memory bank of each
+    test conversation (every fact as the dialogue last left it: introduced or changed facts
+    kept in their latest form, retracted ones removed). What a perfect manager would build."""
+    from memrl.agents import memory_r1 as mr1
+    from memrl.envs.dialogue import exact_match, f1_score, load_dialogues
+    from memrl.families.llm_memory_rl.jobs import _embedder, _scorer
+    from memrl.runtime import repo_root, seed_everything
+
+    seed_everything(0)
+    splits = load_dialogues(repo_root() / dialogue_data["path"])
+    test = splits["test"][: memory_r1["test_conversations"]]
+    answerer = mr1.AnswerAgent(_scorer(LLMParams(**llm)), memory_r1["answer_k"])
+    embed = _embedder(llm["embedder"]).embed
+    rows = []
+    for c in test:
+        facts: dict[str, str] = {}
+        for t in c.turns:
+            if t.kind in ("intro", "change"):
+                facts[t.key] = t.fact
+            elif t.kind == "retract":
+                facts.pop(t.key, None)
+        bank = mr1.MemoryBank(embed, list(facts.values()))
+        for q in c.questions:
+            p = answerer.answer(bank, q)
+            rows.append(
+                {"conversation": c.cid, "f1": f1_score(p, q.answer), "em": exact_match(p, q.answer)}
+            )
+    return {
+        "control": "gold memory",
+        "env": "dialogues",
+        "f1": float(np.mean([r["f1"] for r in rows])),
+        "em": float(np.mean([r["em"] for r in rows])),
+        "questions": len(rows),
+        "items": question_items(rows),
     }
 
 
@@ -139,6 +330,35 @@ def grid(cfg: LLMMemoryRLParams) -> list[JobSpec]:
             },
             20.0,
             label="no memory · dialogues",
+        )
+    )
+    rlem, fly = (
+        cfg.rlem.model_dump(mode="json", exclude={"conditions"}),
+        cfg.agentfly.model_dump(mode="json", exclude={"conditions"}),
+    )
+    for fn, block, seconds in (
+        ("expert_exemplars", {"rlem": rlem}, 35.0),
+        ("expert_cases", {"agentfly": fly}, 20.0),
+    ):
+        out += [
+            JobSpec(
+                f"{HERE}:{fn}",
+                {"llm": llm, "shop": shop, "shop_data": data, **block, "run": r},
+                seconds,
+                label=f"{fn.replace('_', ' ')} · shop · run {r}",
+            )
+            for r in range(cfg.seeds)
+        ]
+    out.append(
+        JobSpec(
+            f"{HERE}:gold_memory",
+            {
+                "llm": llm,
+                "dialogue_data": cfg.dialogue_data.model_dump(mode="json"),
+                "memory_r1": mr1,
+            },
+            20.0,
+            label="gold memory · dialogues",
         )
     )
     return out

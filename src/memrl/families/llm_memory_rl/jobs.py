@@ -97,6 +97,24 @@ def _typed(cls: type[BlockT], block: dict[str, Any]) -> BlockT:
     return cls.model_construct(**block)
 
 
+def shop_items(tasks, results) -> dict[str, list]:
+    """Per test task (the items a test's mean is over): its id, reward and success."""
+    return {
+        "task": [t.tid for t in tasks],
+        "score": [float(r.reward) for r in results],
+        "success": [float(r.success) for r in results],
+    }
+
+
+def question_items(rows: list[dict]) -> dict[str, list]:
+    """Per test question (items clustered by conversation): F1 and exact match."""
+    return {
+        "conversation": [r["conversation"] for r in rows],
+        "f1": [float(r["f1"]) for r in rows],
+        "em": [float(r["em"]) for r in rows],
+    }
+
+
 def _saved(save: Callable[[Path], None], name: str) -> bytes:
     """What ``save(path)`` writes, as bytes (to return as one of a job's ``files``)."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -196,6 +214,7 @@ def rlem_job(llm: dict, shop: dict, shop_data: dict, rlem: dict, condition: str,
         "test_success": float(np.mean([r.success for r in test])),
         "test_score": float(np.mean([r.reward for r in test])),
         "test_steps": float(np.mean([r.steps for r in test])),
+        "test_items": shop_items(test_tasks, test),
         "train_success": train_success,
         "train_score": train_score,
         "checkpoints": [(i + 1) / len(checks) for i in range(len(checks))],
@@ -231,7 +250,7 @@ def agentfly_job(
     tasks = splits["test"][: hp.tasks]
     success, score, best = [], [], np.zeros(len(tasks))
     solved = np.zeros(len(tasks), dtype=bool)
-    best_so_far, solved_so_far = [], []
+    best_so_far, solved_so_far, per_task = [], [], []
     for _ in range(hp.iterations):
         r, s = np.zeros(len(tasks)), np.zeros(len(tasks), dtype=bool)
         for i in rng.permutation(len(tasks)):  # each seed meets the tasks in its own order
@@ -242,6 +261,7 @@ def agentfly_job(
         score.append(float(r.mean()))
         best_so_far.append(float(best.mean()))
         solved_so_far.append(float(solved.mean()))
+        per_task.append([float(v) for v in r])
     files = {}
     if bank is not None:
         name = f"agentfly-{condition}-run{run}.json"
@@ -254,6 +274,8 @@ def agentfly_job(
         "iter_score": score,
         "cum_success": solved_so_far,
         "best_score": best_so_far,
+        "tasks": [t.tid for t in tasks],
+        "task_scores": per_task,  # iterations x tasks: the items behind every mean above
         "cases": len(bank) if bank is not None else 0,
         "decisions": agent.decisions,
         "tokens": scorer.tokens_encoded - before["tokens"],
@@ -318,6 +340,7 @@ def memory_r1_job(
         "f1": float(q.f1.mean()),
         "em": float(q.em.mean()),
         "f1_by_category": q.groupby("category").f1.mean().round(4).to_dict(),
+        "items": question_items(rows),
         "ops_by_kind": {k: g.op.value_counts().to_dict() for k, g in o.groupby("kind")},
         "probe_em": [
             float(np.nanmean([h["probe_em"] for h in history if h["epoch"] == e]))

@@ -59,12 +59,14 @@ PLOTS = (
 
 class Runs(NamedTuple):
     """One row per (condition, run): REMEMBERER's ``rlem``, AgentFly's ``fly`` and
-    Memory-R1's ``mr1`` (a deterministic baseline's one run stands for every seed, marked
-    ``deterministic``)."""
+    Memory-R1's ``mr1`` (a deterministic baseline is its one run, marked ``deterministic``:
+    its spread comes from its test questions, never from copies), and the positive
+    controls (``controls``: one row per (control, run))."""
 
     rlem: pd.DataFrame
     fly: pd.DataFrame
     mr1: pd.DataFrame
+    controls: pd.DataFrame = pd.DataFrame()
 
 
 def _in_order(rows: list[dict], conditions) -> pd.DataFrame:
@@ -76,19 +78,19 @@ def _in_order(rows: list[dict], conditions) -> pd.DataFrame:
 
 def load(cfg: LLMMemoryRLParams, results: Sequence[dict[str, Any]]) -> Runs:
     """Stored results (:meth:`memrl.runs.RunStore.results`) as :class:`Runs`."""
-    rlem = [r for r in results if r["paper"] == "rememberer"]
-    fly = [r for r in results if r["paper"] == "agentfly"]
+    rlem = [r for r in results if r.get("paper") == "rememberer"]
+    fly = [r for r in results if r.get("paper") == "agentfly"]
     mr1 = []
     for c in cfg.memory_r1.conditions:
-        got = [r for r in results if r["paper"] == "memory_r1" and r["condition"] == c]
+        got = [r for r in results if r.get("paper") == "memory_r1" and r["condition"] == c]
         det = len(got) == 1 < cfg.seeds  # a deterministic baseline the grid ran once
-        if det:  # the same row for every seed
-            got = [{**got[0], "run": s} for s in range(cfg.seeds)]
         mr1 += [{**r, "deterministic": det} for r in got]
+    controls = pd.DataFrame([r for r in results if "control" in r])
     return Runs(
         _in_order(rlem, cfg.rlem.conditions),
         _in_order(fly, cfg.agentfly.conditions),
         _in_order(mr1, cfg.memory_r1.conditions),
+        controls,
     )
 
 

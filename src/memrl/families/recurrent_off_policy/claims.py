@@ -311,18 +311,11 @@ def ro_1(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
         for base, _ in pairs[1:]:
             comps.append(Comparison(_name("RSAC-LSTM", e), _name(base, e), floor=floor_of(est, e)))
         thr = cfg.near_optimal.get(f"memrl/{e}-v1")
-        if thr is not None:  # δ: a share of the gap to the floor (without one: of |threshold|)
+        if thr is not None:  # the paper's band (~-150 to -200): above its lower end, no δ
             est[f"near-optimal · {e}"] = reference(thr)
             series[f"near-optimal · {e}"] = thr
-            margin = gap_margin(floor_of(est, e), thr)
             comps.append(
-                Comparison(
-                    _name("RSAC-LSTM", e),
-                    f"near-optimal · {e}",
-                    MATCHES,
-                    margin=margin,
-                    floor=floor_of(est, e),
-                )
+                Comparison(_name("RSAC-LSTM", e), f"near-optimal · {e}", floor=floor_of(est, e))
             )
     return _result(
         cfg,
@@ -335,8 +328,9 @@ def ro_1(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
         series,
         deviations=[
             _scale(cfg),
-            f"near-optimal = final return >= {sorted(set(cfg.near_optimal.values()))} "
-            "(our threshold; the paper shows curves, not a number)",
+            f"near-optimal = final return above {sorted(set(cfg.near_optimal.values()))}, the "
+            "lower end of the paper's band (~-150 to -200; it shows curves, not a number): "
+            "judged as RSAC beating that return, with no margin below it",
             "MLP SAC: SB3 with [64, 64], gamma and learning starts as the recurrent agents; "
             "SAC-prev is the same MLP reading [o_t, a_t-1, r_t-1] (the previous reward reveals "
             "|theta| on Pendulum), so beating it is memory, not the reward input (not in the paper)",
