@@ -181,11 +181,12 @@ for ax, metric in zip(axes, ["test_success", "test_score"], strict=True):
     ax.set_xticks(xs, [tables.LABELS[c] for c in conditions], rotation=20)
     ax.set(ylabel=metric.replace("_", " "), ylim=(-0.05, 1.05))
     ax.grid(alpha=0.3, axis="y")
+    per_task = tables.test_items(metric)  # each run's test tasks: the oracle runs once
     for policy, color in (("random search-then-buy", "0.35"), ("random", "tab:brown")):
-        band = env_floor(floors, "shop", metric, policy)
+        band = env_floor(floors, "shop", metric, policy, per_task)
         plots.floor_band(ax, band, f"{policy} (floor)", color)
     plots.floor_band(
-        ax, env_floor(floors, "shop", metric, "oracle"), "oracle (ceiling)", "tab:green"
+        ax, env_floor(floors, "shop", metric, "oracle", per_task), "oracle (ceiling)", "tab:green"
     )
 axes[0].legend(fontsize=8)
 fig.tight_layout()

@@ -133,3 +133,24 @@ def test_overrides_are_validated_like_params_yaml():
         load_family("experience_replay", "smoke", overrides={"seeds": "many"})
     with pytest.raises(ConfigError, match="mapping"):
         load_family("experience_replay", "smoke", overrides="[1, 2]")
+
+
+def test_a_wrong_value_reads_as_one_line_with_its_fix():
+    """An unknown key names the known one it resembles; a value outside a union (an integer
+    or 'auto') is one line naming both, not pydantic's branch-by-branch internals."""
+    with pytest.raises(ConfigError) as typo:
+        load_family("experience_replay", "default", overrides={"gama": 0.9})
+    assert "experience_replay.gama: Extra inputs are not permitted; did you mean 'gamma'?" in str(
+        typo.value
+    )
+    from pydantic import ValidationError
+
+    from memrl.config import _format_errors
+    from memrl.schema import RuntimeParams
+
+    with pytest.raises(ValidationError) as bad:
+        RuntimeParams.model_validate({"workers": "lots"})
+    text = _format_errors("runtime", "-", bad.value, RuntimeParams)
+    assert text.splitlines()[1:] == [
+        "  runtime.workers: Input should be a valid integer, or 'auto' (got 'lots')"
+    ]

@@ -96,12 +96,59 @@ def read_params(path: str | Path | None = None) -> dict[str, Any]:
     return raw
 
 
-def _format_errors(family: str, profile: str, err: ValidationError) -> str:
+_TYPE_TAGS = {"int", "float", "str", "bool", "list", "dict", "none", "tuple"}
+
+
+def _field_loc(loc: tuple) -> tuple:
+    """``loc`` without pydantic's union-branch tags (``constrained-int``, ``literal['auto']``)."""
+    return tuple(
+        p for p in loc if not (isinstance(p, str) and (not p.isidentifier() or p in _TYPE_TAGS))
+    )
+
+
+def _field_names(model: Any) -> set[str]:
+    """Every field name in ``model`` and the models inside it (for "did you mean")."""
+    import typing
+
+    from pydantic import BaseModel
+
+    names: set[str] = set()
+    todo, seen = [model], set()
+    while todo:
+        m = todo.pop()
+        if m in seen:
+            continue
+        seen.add(m)
+        for name, f in m.model_fields.items():
+            names.add(name)
+            stack = [f.annotation]
+            while stack:
+                t = stack.pop()
+                if isinstance(t, type) and issubclass(t, BaseModel):
+                    todo.append(t)
+                stack += list(typing.get_args(t))
+    return names
+
+
+def _format_errors(family: str, profile: str, err: ValidationError, model: Any = None) -> str:
+    """One line per wrong value: the alternatives of a union merged ("a valid integer, or
+    'auto'"), an unknown key with the known one it most resembles."""
+    import difflib
+
     lines = [f"invalid parameters for family '{family}' (profile '{profile}'):"]
+    merged: dict[tuple, list[dict]] = {}
     for e in err.errors():
-        loc = ".".join(str(p) for p in e["loc"])
-        got = f" (got {e.get('input')!r})" if loc else ""  # whole-model checks: no dump
-        lines.append(f"  {family}{'.' + loc if loc else ''}: {e['msg']}{got}")
+        merged.setdefault(_field_loc(e["loc"]), []).append(e)
+    known = _field_names(model) if model is not None else set()
+    for floc, errs in merged.items():
+        loc = ".".join(str(p) for p in floc)
+        msgs = [errs[0]["msg"]] + [e["msg"].removeprefix("Input should be ") for e in errs[1:]]
+        msg = ", or ".join(dict.fromkeys(msgs))
+        if errs[0]["type"] == "extra_forbidden" and floc:
+            close = difflib.get_close_matches(str(floc[-1]), sorted(known), n=1)
+            msg += f"; did you mean '{close[0]}'?" if close else ""
+        got = f" (got {errs[0].get('input')!r})" if loc else ""  # whole-model checks: no dump
+        lines.append(f"  {family}{'.' + loc if loc else ''}: {msg}{got}")
     return "\n".join(lines)
 
 
@@ -185,7 +232,7 @@ def load_family(
     try:
         return schema.model_validate(merged)
     except ValidationError as err:
-        raise ConfigError(_format_errors(family, where, err)) from None
+        raise ConfigError(_format_errors(family, where, err, schema)) from None
 
 
 def load_runtime(path: str | Path | None = None) -> RuntimeParams:
@@ -193,7 +240,7 @@ def load_runtime(path: str | Path | None = None) -> RuntimeParams:
     try:
         return RuntimeParams.model_validate(raw.get("runtime") or {})
     except ValidationError as err:
-        raise ConfigError(_format_errors("runtime", "-", err)) from None
+        raise ConfigError(_format_errors("runtime", "-", err, RuntimeParams)) from None
 
 
 def load_profile(profile: str, path: str | Path | None = None) -> dict[str, Any]:

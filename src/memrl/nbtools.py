@@ -72,6 +72,7 @@ def refresh(py_path: Path) -> Path:
         timeout=3600,
         kernel_name="python3",
         resources={"metadata": {"path": str(py_path.parent)}},
+        extra_arguments=["--IPKernelApp.log_level=ERROR"],  # as memrl.pipeline.QUIET_KERNEL
     ).execute()
     for i, cell in enumerate(nb.cells):
         cell.id = f"cell-{i:02d}"  # stable ids keep regenerated notebooks' diffs small

@@ -71,6 +71,11 @@ def write_params(profile: str) -> Path:
 
 # =========================================================================== stage runs_<family>
 # =========================================================================== stage <family>
+# the kernel's own log at ERROR: ipykernel warns on every start that its local TCP sockets are
+# unencrypted (they listen on 127.0.0.1 only); the notebook's own warnings still show
+QUIET_KERNEL = ["--IPKernelApp.log_level=ERROR"]
+
+
 def run_notebook(family: str, profile: str = "default") -> Path:
     """Execute ``notebooks/<family>.ipynb`` on the stored runs; publish its outputs (the
     executed notebook, figures, tables, plots, claims and metrics) only if it succeeded."""
@@ -86,14 +91,15 @@ def run_notebook(family: str, profile: str = "default") -> Path:
         pm.execute_notebook(
             str(root / "notebooks" / f"{family}.ipynb"),
             str(staging / f"{family}.ipynb"),
-            parameters={
+            parameters={  # relative to the repository: published notebooks name no machine
                 "profile": profile,
-                "output_dir": str(staging),
-                "runs_dir": fam.runs_dir(profile),
+                "output_dir": str(staging.relative_to(root)),
+                "runs_dir": str(fam.runs_dir(profile)),
             },
             kernel_name="python3",
             progress_bar=False,
             cwd=str(root),
+            extra_arguments=QUIET_KERNEL,
         )
         for plot in fam.plots:
             _complete_plot(staging / "plots" / plot.file, plot)

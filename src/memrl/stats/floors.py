@@ -68,10 +68,15 @@ FLOOR = "floor"  # the column of a floor in the dvc plots tables
 
 
 def env_floor(
-    floors: pd.DataFrame | None, env: str, value: str | Callable = "score", floor: str = "random"
+    floors: pd.DataFrame | None,
+    env: str,
+    value: str | Callable = "score",
+    floor: str = "random",
+    items: Callable | None = None,
 ) -> Arm | None:
-    """The arm of ``floor`` on ``env`` for a figure or a plot table (None without floor runs)."""
-    return next(iter(floor_arm(floors, "figures", env, value, floor).values()), None)
+    """The arm of ``floor`` on ``env`` for a figure or a plot table (None without floor runs;
+    ``items``: as :func:`floor_arm`, needed by a floor run once)."""
+    return next(iter(floor_arm(floors, "figures", env, value, floor, items=items).values()), None)
 
 
 def with_floor(table: pd.DataFrame, floor: Arm | None, name: str = FLOOR) -> pd.DataFrame:

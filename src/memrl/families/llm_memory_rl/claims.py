@@ -18,6 +18,8 @@ from memrl.families.llm_memory_rl.tables import (
     Runs,
     memory_r1_ops,
     operation_fit,
+    task_best,
+    test_items,
 )
 from memrl.stats.aggregate import reference
 from memrl.stats.claims import Budget, Claim, ClaimResult, Comparison
@@ -40,17 +42,6 @@ ITERATIONS = "iterations over the task set"
 MIN_OPERATION_FIT = 0.9
 SCALE = "model scale"  # the LLM conditions do not clear a policy that knows nothing
 SHOP_FLOORS = ("random search-then-buy", "random")  # the stricter of the two is the floor
-
-
-def _test_items(metric: str):
-    """A shop run's per-task values of ``test_score`` / ``test_success`` (its items)."""
-    key = metric.removeprefix("test_")
-    return lambda row: row["test_items"][key]
-
-
-def _task_best(row) -> list[float]:
-    """Each task's best score over an AgentFly run's iterations (the items of best_score)."""
-    return list(np.max(np.asarray(row["task_scores"], float), axis=0))
 
 
 def _shop_floor(
@@ -263,7 +254,7 @@ def _rlem_deviations(cfg: LLMMemoryRLParams) -> list[str]:
 
 def _rlem_est(cfg, runs: Runs, claim: Claim, metric: str) -> dict[str, Arm]:
     """Each condition's arm: its runs, and each run's test tasks as items."""
-    df, per_task = runs.rlem, _test_items(metric)
+    df, per_task = runs.rlem, test_items(metric)
     return {
         LABELS[c]: arm(
             g[metric],
@@ -279,7 +270,7 @@ def _rlem_est(cfg, runs: Runs, claim: Claim, metric: str) -> dict[str, Arm]:
 
 def _rlem_control(cfg, runs: Runs, claim: Claim, metric: str) -> dict:
     """The claim's positive control (expert exemplars) as ClaimResult keywords."""
-    est = _control(cfg, runs, claim, "expert exemplars", "shop", metric, _test_items(metric))
+    est = _control(cfg, runs, claim, "expert exemplars", "shop", metric, test_items(metric))
     if not est:
         return {}
     diverged = divergences(runs, "expert exemplars")
@@ -321,7 +312,7 @@ def _rlem_trends(cfg, runs: Runs, claim: Claim, comps, metric: str) -> dict:
 
 def _rlem_vs_baselines(cfg, runs: Runs, claim: Claim, metric: str, floors) -> ClaimResult | None:
     conds = set(runs.rlem.condition)
-    est, fl, top = _shop_floor(cfg, floors, claim, metric, _test_items(metric))
+    est, fl, top = _shop_floor(cfg, floors, claim, metric, test_items(metric))
     pairs = []
     if "static" in conds:
         pairs.append((LABELS["rlem"], LABELS["static"]))
@@ -364,7 +355,7 @@ def llm_3(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None
         for r, g in gain.items()
     }
     name = "RLEM − static (score gain)"
-    fl_est, fl, top = _shop_floor(cfg, floors, LLM_3, "test_score", _test_items("test_score"))
+    fl_est, fl, top = _shop_floor(cfg, floors, LLM_3, "test_score", test_items("test_score"))
     sides = {
         k: v
         for k, v in _rlem_est(cfg, runs, LLM_3, "test_score").items()
@@ -409,7 +400,7 @@ def llm_4(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None
     if not ablations:
         return None
     keep = (LABELS["rlem"], *[LABELS[a] for a in ablations])
-    est, fl, top = _shop_floor(cfg, floors, LLM_4, "test_score", _test_items("test_score"))
+    est, fl, top = _shop_floor(cfg, floors, LLM_4, "test_score", test_items("test_score"))
     est |= {k: v for k, v in _rlem_est(cfg, runs, LLM_4, "test_score").items() if k in keep}
     comps = [Comparison(LABELS["rlem"], LABELS[a], floor=fl, ceiling=top) for a in ablations]
     return ClaimResult(
@@ -451,9 +442,7 @@ def _fly_conds(cfg: LLMMemoryRLParams, runs: Runs) -> list[str]:
 
 def _fly_control(cfg, runs: Runs, claim: Claim) -> dict:
     """AgentFly's positive control (each task's own expert case in the bank, one pass)."""
-    est = _control(
-        cfg, runs, claim, "expert cases", "shop", "test_score", _test_items("test_score")
-    )
+    est = _control(cfg, runs, claim, "expert cases", "shop", "test_score", test_items("test_score"))
     if not est:
         return {}
     return {
@@ -466,7 +455,7 @@ def _fly_control(cfg, runs: Runs, claim: Claim) -> dict:
 def llm_5(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None:
     conds, fly, last = _fly_conds(cfg, runs), runs.fly, cfg.agentfly.iterations - 1
     order = [c for c in ("parametric", "nonparametric", "none") if c in conds]
-    est, fl, top = _shop_floor(cfg, floors, LLM_5, lambda r: r.best_score[last], _task_best)
+    est, fl, top = _shop_floor(cfg, floors, LLM_5, lambda r: r.best_score[last], task_best)
     comps = [
         Comparison(FLY_LABELS[a], FLY_LABELS[b], floor=fl, ceiling=top)
         for a, b in itertools.pairwise(order)
@@ -479,7 +468,7 @@ def llm_5(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None
             "LLM-5",
             FLY_LABELS[c],
             cfg.bootstrap_reps,
-            items=[_task_best(r) for _, r in g.iterrows()],
+            items=[task_best(r) for _, r in g.iterrows()],
         )
         for c in conds
         for g in [fly[fly.condition == c]]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+import numpy as np
 import pandas as pd
 
 from memrl.families import Plot
@@ -92,6 +93,17 @@ def load(cfg: LLMMemoryRLParams, results: Sequence[dict[str, Any]]) -> Runs:
         _in_order(mr1, cfg.memory_r1.conditions),
         controls,
     )
+
+
+def test_items(metric: str):
+    """A shop run's per-task values of ``test_score`` / ``test_success`` (its items)."""
+    key = metric.removeprefix("test_")
+    return lambda row: row["test_items"][key]
+
+
+def task_best(row) -> list[float]:
+    """Each task's best score over an AgentFly run's iterations (the items of best_score)."""
+    return list(np.max(np.asarray(row["task_scores"], float), axis=0))
 
 
 def iteration_curves(fly: pd.DataFrame) -> pd.DataFrame:
