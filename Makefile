@@ -115,7 +115,7 @@ lab: install
 notebooks: install
 	MEMRL_PROGRESS=0 $(BIN)/python -m memrl notebooks notebooks/*.py
 
-bench: install
+bench: install llm-server
 	$(BIN)/python -m pip install -q $(CONSTRAINTS) -e '.[bench]'
 	$(BIN)/python benchmarks/per_sampling.py
 	$(BIN)/python benchmarks/episodic_control.py
@@ -124,3 +124,4 @@ bench: install
 	$(BIN)/python benchmarks/lstm_ppo.py
 	$(BIN)/python benchmarks/seeds_per_process.py
 	$(BIN)/python benchmarks/isa.py
+	$(BIN)/python benchmarks/llm_server.py

@@ -98,9 +98,40 @@ def _memrl(*args: str, root=None, **env: str):
     )
 
 
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _corrupt(tmp_path):
+    """A checkout whose smoke run store for experience replay has one corrupt run file."""
+    import shutil
+
+    from memrl import families
+    from memrl.config import load_family
+    from memrl.runtime import repo_root
+
+    root = tmp_path / "corrupt"
+    (root / "notebooks").mkdir(parents=True)
+    for name in ("params.yaml", "dvc.yaml", "notebooks/experience_replay.ipynb"):
+        shutil.copy(repo_root() / name, root / name)
+    fam = families.get("experience_replay")
+    store = root / fam.runs_dir("smoke")
+    store.mkdir(parents=True)
+    fingerprint = families.params_fingerprint(load_family("experience_replay", "smoke"))
+    manifest = {"profile": "smoke", "params": fingerprint, "jobs": [{"key": "k", "label": "x"}]}
+    (store / "manifest.json").write_text(json.dumps(manifest))
+    (store / "k.json").write_text("{broken")
+    return root
+
+
 def test_user_errors_are_one_line_with_their_fix_and_exit_2(tmp_path):
-    """A YAML syntax error, an unknown family, missing data: one line naming the fix, no
-    traceback; MEMRL_DEBUG=1 shows the traceback."""
+    """A YAML syntax error, an unknown family, missing data, a site without results, a
+    served LLM that is down, a corrupt run file before the notebook stage: one line naming
+    the fix, no traceback; MEMRL_DEBUG=1 shows the traceback."""
     import shutil
 
     from memrl.runtime import repo_root
@@ -128,6 +159,19 @@ def test_user_errors_are_one_line_with_their_fix_and_exit_2(tmp_path):
     shutil.copy(tmp_path / "dvc.yaml", broken / "dvc.yaml")
     (broken / "params.yaml").write_text((tmp_path / "params.yaml").read_text() + "x: [1\n")
     cases.append((("list", "experience_replay"), broken, "params.yaml:"))
+    # the results site of a profile with no results
+    cases.append(
+        (("site", str(tmp_path / "results" / "paper")), tmp_path, "make repro PROFILE=paper")
+    )
+    # one job on a served LLM when nothing listens at the URL
+    down = f"http://127.0.0.1:{_free_port()}"
+    job = ("run", "llm_memory_rl", "REMEMBERER static · run 0", "--profile", "smoke")
+    served = ("--set", "llm.backend=server", "--set", f"llm.url={down}", "--set", "llm.retries=0")
+    cases.append(((*job, *served, "--store", str(tmp_path / "llm")), None, "did not answer"))
+    # a run file corrupted after the runs stage, then the notebook stage
+    cases.append(
+        (("notebook", "experience_replay", "--profile", "smoke"), _corrupt(tmp_path), "runs")
+    )
     for args, root, words in cases:
         out = _memrl(*args, root=root)
         lines = [x for x in out.stderr.splitlines() if x.startswith("memrl:")]

@@ -32,7 +32,7 @@ import torch as th
 
 from memrl.config import ConfigError, load_family
 from memrl.llm.scoring import LLMScorer, Scorer
-from memrl.llm.server import ServerError, ServerScorer
+from memrl.llm.server import SCORE_ROUTE, ServerError, ServerScorer
 
 BOS = "<|im_start|>"  # SmolLM2's BOS token, which the server is told to prepend
 
@@ -165,22 +165,26 @@ def server(tmp_path_factory):
             }
         )
     )
-    proc = subprocess.Popen(
+    yield from _serve(
         [sys.executable, "-m", "llama_cpp.server", "--config_file", str(config)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        f"http://127.0.0.1:{port}",
+        "/v1/models",
     )
-    url = f"http://127.0.0.1:{port}"
+
+
+def _serve(cmd: list[str], url: str, ready: str):
+    """Start a server process, yield its URL once ``ready`` answers, stop it after."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 600  # a hang guard, not a speed bound
         while True:
             try:
-                urllib.request.urlopen(url + "/v1/models", timeout=2).read()
+                urllib.request.urlopen(url + ready, timeout=2).read()
                 break
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:
                     err = proc.stderr.read().decode()[-2000:] if proc.poll() is not None else ""
-                    pytest.fail(f"llama-cpp-python's server did not start: {err}")
+                    pytest.fail(f"{cmd[2]} did not start: {err}")
                 time.sleep(0.5)
         yield url
     finally:
@@ -190,6 +194,20 @@ def server(tmp_path_factory):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture(scope="module")
+def scoring_server():
+    """memrl's own scoring server (memrl.llm.serve) on the same GGUF."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("llama-cpp-python is not installed: `make test` builds it (make llm-server)")
+    from memrl.llm.models import smollm2_gguf
+
+    port = _free_port()
+    cmd = [sys.executable, "-m", "memrl.llm.serve", "--model", str(smollm2_gguf())]
+    yield from _serve(
+        [*cmd, "--port", str(port), "--threads", "2"], f"http://127.0.0.1:{port}", "/health"
+    )
 
 
 class _Recorder(Scorer):
@@ -263,3 +281,22 @@ def test_a_profile_on_the_server_passes_preflight_and_is_priced_per_decision(ser
     # a price, not a speed: how fast the server is belongs in benchmarks/llm_scoring.py
     assert seconds is not None and math.isfinite(seconds) and seconds > 0
     assert decision_seconds(load_family("llm_memory_rl", "smoke")) is None  # in-process
+
+
+def test_memrls_route_scores_as_the_in_process_scorer_in_one_request_per_decision(
+    scoring_server, smollm2, decisions
+):
+    """memrl.llm.serve tokenizes as the in-process scorer (no BOS) and answers a decision in
+    one request: the same choices, the same numbers up to llama.cpp's quantised kernels."""
+    remote = ServerScorer(scoring_server, "smollm2", timeout=120, retries=0)
+    ours, theirs, same = [], [], []
+    for prefix, prompt, cands, context in decisions:
+        a = smollm2.score(prefix, prompt, cands, context)
+        b = remote.score(prefix, prompt, cands, context)
+        same.append(int(np.argmax(a)) == int(np.argmax(b)))
+        ours += list(a)
+        theirs += list(b)
+    assert remote.route == SCORE_ROUTE and remote.requests == len(decisions)
+    assert all(same), f"choices differ in {same.count(False)} of {len(same)} decisions"
+    diff = np.abs(np.array(ours) - np.array(theirs))
+    assert diff.max() < 0.5 and np.corrcoef(ours, theirs)[0, 1] > 0.98, diff

@@ -23,7 +23,10 @@ def load_rows(results: Path) -> list[dict[str, Any]]:
     files = [results / f / "claims.json" for f in FAMILY_ORDER]
     files = [f for f in files if f.is_file()]
     if not files:
-        raise FileNotFoundError(f"no */claims.json under {results}: run the family stages first")
+        raise FileNotFoundError(
+            f"no */claims.json under {results}: run the family stages first "
+            f"(`make repro PROFILE={Path(results).name}`)"
+        )
     rows: list[dict[str, Any]] = []
     for f in files:
         rows.extend(json.loads(f.read_text()))

@@ -493,4 +493,9 @@ def load_results(
             f"`python -m memrl repro --profile {profile}` (or `python -m memrl runs "
             f"{fam.name} --profile {profile}`)"
         )
-    return store.results()
+    try:
+        return store.results()
+    except MissingRunsError as err:  # a run file lost or corrupt since the runs stage
+        raise MissingRunsError(
+            f"{err}: `python -m memrl runs {fam.name} --profile {profile}` runs them again"
+        ) from None

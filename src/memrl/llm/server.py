@@ -1,4 +1,6 @@
-"""Score candidate actions through an LLM server: any OpenAI-compatible ``/v1/completions``.
+"""Score candidate actions through an LLM server: memrl's own scoring route
+(:mod:`memrl.llm.serve`, one request per decision) where the server has it, else any
+OpenAI-compatible ``/v1/completions``.
 
 :class:`ServerScorer` computes what :class:`memrl.llm.scoring.LLMScorer` computes in-process
 (the mean token log-probability of each candidate after ``prefix + context + prompt``), so
@@ -38,6 +40,7 @@ import numpy as np
 from memrl.llm.scoring import Scorer
 
 ROUTE = "/v1/completions"
+SCORE_ROUTE = "/memrl/v1/score"  # memrl.llm.serve's route: one request per decision
 
 
 class ServerError(RuntimeError):
@@ -58,13 +61,20 @@ class ServerScorer(Scorer):
 
     def __init__(self, url: str, model: str, timeout: float = 60.0, retries: int = 2):
         self.url, self.model_name = url.rstrip("/"), model
-        self.endpoint = self.url + ROUTE
+        self.route = SCORE_ROUTE  # memrl's own route until the server shows it lacks it
         self.timeout, self.retries = float(timeout), int(retries)
         self.tokens_encoded = 0  # prompt tokens the server read (its `usage`), a cost counter
         self.decisions = 0  # score calls
         self.requests = 0
 
-    def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+    @property
+    def endpoint(self) -> str:
+        """The URL requests go to: memrl's scoring route, or the OpenAI completions one."""
+        return self.url + self.route
+
+    def _post(self, body: dict[str, Any], absent_ok: bool = False) -> dict[str, Any] | None:
+        """The JSON reply to ``body`` at :attr:`endpoint` (None for a route the server does
+        not have, with ``absent_ok``)."""
         data = json.dumps(body).encode()
         req = urllib.request.Request(
             self.endpoint, data=data, headers={"Content-Type": "application/json"}
@@ -76,6 +86,8 @@ class ServerScorer(Scorer):
                     raw = reply.read()
                 break
             except urllib.error.HTTPError as err:
+                if absent_ok and err.code in (404, 405):
+                    return None
                 detail = err.read()[:200].decode("utf-8", "replace")
                 raise ServerError(
                     f"LLM server {self.endpoint}: HTTP {err.code} {err.reason} ({detail!r}); "
@@ -99,8 +111,7 @@ class ServerScorer(Scorer):
         except ValueError:
             raise ServerError(
                 f"LLM server {self.endpoint} replied with something that is not JSON "
-                f"({raw[:120].decode('utf-8', 'replace')!r}); expected an OpenAI completions "
-                "reply"
+                f"({raw[:120].decode('utf-8', 'replace')!r}); expected a JSON reply"
             ) from None
 
     def _candidate_logprobs(self, text: str, candidate: str) -> list[float]:
@@ -145,8 +156,23 @@ class ServerScorer(Scorer):
             raise ValueError("no candidate actions to score")
         if any(not c for c in candidates):
             raise ValueError(f"empty candidate among {list(candidates)!r}")
-        text = prefix + context + prompt
         self.decisions += 1
+        if self.route == SCORE_ROUTE:  # one request per decision (memrl.llm.serve)
+            reply = self._post(
+                {
+                    "prefix": prefix,
+                    "context": context,
+                    "prompt": prompt,
+                    "candidates": list(candidates),
+                },
+                absent_ok=True,
+            )
+            scores = reply.get("scores") if isinstance(reply, dict) else None
+            if isinstance(scores, list) and len(scores) == len(candidates):
+                self.tokens_encoded += int(reply.get("prompt_tokens", 0))
+                return np.array(scores, dtype=np.float64)
+            self.route = ROUTE  # an OpenAI-compatible server: one echo request per candidate
+        text = prefix + context + prompt
         return np.array(
             [np.mean(self._candidate_logprobs(text, c)) for c in candidates], dtype=np.float64
         )
