@@ -167,14 +167,15 @@ def er_runs(cfg, good: bool) -> dict[str, pd.DataFrame]:
                 # the weaker method's reach varies by seed (10 or 20 bits): a difference
                 # that is the same on every seed has no spread and decides nothing
                 solved = n <= (50 if (m == "DQN+HER") == good else 10 + 10 * (s % 2))
+                rate = (1.0 if s % 3 else 0.9) if solved else 0.0  # success rates vary
                 rows.append(
                     {
                         "kind": "her",
                         "seed": s,
                         "n_bits": n,
                         "method": m,
-                        "success": 1.0 if solved else 0.0,
-                        "checkpoint_success": [0.0] + [1.0 if solved else 0.0] * 3,
+                        "success": rate,
+                        "checkpoint_success": [0.0] + [rate] * 3,
                     }
                 )
     for c in RAE_CONDITIONS:
@@ -226,7 +227,11 @@ def test_experience_replay_claims_follow_the_runs():
     assert row["reason"].startswith("not met: several domains")
     assert row["conditions"][0]["met"] is False
     her = {r.claim.claim_id: r for r in er.claims(cfg, er_runs(cfg, True))}["ER-4"]
-    (trend,) = her.trends
+    # judged on the success rate at each swept length beyond the paper's DQN reach (15 bits)
+    assert [str(c) for c in her.comparisons] == [
+        f"DQN+HER · {n} bits > DQN · {n} bits" for n in (20, 30, 40, 50)
+    ]
+    trend = her.trends[0]
     assert [p.effect.iqm for p in trend.points][0] == 0  # nothing solved at 25% in these runs
     assert trend.direction == "widening" and trend.heading == "the paper's way"
 
@@ -243,7 +248,7 @@ def test_experience_replay_plot_tables_are_the_declared_dvc_plots_with_ci_bands(
         bands = [f"{m} {c}" for c in CI_COLUMNS for m in y]
         assert list(made[p.file].columns) == [p.x, *y, *bands], p.file
     her = made["her.csv"].set_index("n_bits")
-    assert (her.loc[50, ["DQN+HER", "DQN+HER ci_low", "DQN+HER ci_high"]] == 1.0).all()
+    assert her.loc[50, ["DQN+HER", "DQN+HER ci_low", "DQN+HER ci_high"]].between(0.9, 1.0).all()
     assert (her.loc[50, ["DQN", "DQN ci_low", "DQN ci_high"]] == 0.0).all()
     cw = sweeps["cliffwalk"]  # IQM of runs costing c, 1.01c, 1.02c ... lies inside them
     one = cw[(cw.method == "uniform") & (cw.n_states == 4)].iloc[0]

@@ -295,8 +295,9 @@ def gold_memory(llm: dict, dialogue_data: dict, memory_r1: dict) -> dict[str, An
 
 
 def grid(cfg: LLMMemoryRLParams) -> list[JobSpec]:
-    """The shop's three policies per run (the oracle is deterministic: once) and the
-    no-memory answerer (deterministic: once)."""
+    """The shop's three policies per run (the oracle is deterministic: once), the two shop
+    controls per run, the no-memory answerer and the gold-memory control (deterministic:
+    once each)."""
     shop = cfg.shop.model_dump(mode="json")
     data = cfg.shop_data.model_dump(mode="json")
     fly = cfg.agentfly
@@ -320,18 +321,6 @@ def grid(cfg: LLMMemoryRLParams) -> list[JobSpec]:
     ]
     mr1 = cfg.memory_r1.model_dump(mode="json", exclude={"conditions"})
     llm = cfg.llm.model_dump(mode="json")
-    out.append(
-        JobSpec(
-            f"{HERE}:no_memory_answers",
-            {
-                "llm": llm,
-                "dialogue_data": cfg.dialogue_data.model_dump(mode="json"),
-                "memory_r1": mr1,
-            },
-            20.0,
-            label="no memory · dialogues",
-        )
-    )
     rlem, fly = (
         cfg.rlem.model_dump(mode="json", exclude={"conditions"}),
         cfg.agentfly.model_dump(mode="json", exclude={"conditions"}),
@@ -349,16 +338,13 @@ def grid(cfg: LLMMemoryRLParams) -> list[JobSpec]:
             )
             for r in range(cfg.seeds)
         ]
-    out.append(
-        JobSpec(
-            f"{HERE}:gold_memory",
-            {
-                "llm": llm,
-                "dialogue_data": cfg.dialogue_data.model_dump(mode="json"),
-                "memory_r1": mr1,
-            },
-            20.0,
-            label="gold memory · dialogues",
-        )
-    )
+    dialogues = {
+        "llm": llm,
+        "dialogue_data": cfg.dialogue_data.model_dump(mode="json"),
+        "memory_r1": mr1,
+    }
+    out += [  # the answer agent with no memory (the floor) and the gold bank (the control)
+        JobSpec(f"{HERE}:{fn}", dialogues, 20.0, label=f"{name} · dialogues")
+        for fn, name in (("no_memory_answers", "no memory"), ("gold_memory", "gold memory"))
+    ]
     return out
