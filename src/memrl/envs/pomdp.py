@@ -62,7 +62,10 @@ class PreviousActionReward(gym.Wrapper, gym.utils.RecordConstructorArgs):
         a_high = np.ones(n_act) if self.discrete else np.asarray(act.high, float).ravel()
         low = np.concatenate([np.asarray(box.low, float).ravel(), a_low, [-np.inf]])
         high = np.concatenate([np.asarray(box.high, float).ravel(), a_high, [np.inf]])
-        self.observation_space = gym.spaces.Box(low, high, dtype=np.float32)
+        # float32 bounds as the observations (gymnasium warns when it has to lower them)
+        self.observation_space = gym.spaces.Box(
+            low.astype(np.float32), high.astype(np.float32), dtype=np.float32
+        )
         self.n_act = n_act
 
     def _obs(self, obs, action, reward: float) -> np.ndarray:
