@@ -22,12 +22,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 import torch as th
@@ -37,36 +34,8 @@ from memrl.agents.rlem import PREFIX
 from memrl.config import load_family
 from memrl.llm.models import load_model, smollm2_gguf
 from memrl.llm.scoring import LLMScorer
+from memrl.llm.serve import free_port, served
 from memrl.llm.server import ServerScorer
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _start(cmd: list[str], url: str, ready: str) -> subprocess.Popen:
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 600
-    while True:
-        try:
-            urllib.request.urlopen(url + ready, timeout=2).read()
-            return proc
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                sys.exit(f"{cmd[2]} did not start")
-            time.sleep(0.5)
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 def per_decision(scorer, triples) -> float:
@@ -89,38 +58,27 @@ def main() -> None:
     local = per_decision(LLMScorer(load_model("smollm2")), triples)
     print(f"in-process scorer:  {local:8.3f} s per decision ({len(triples)} decisions)")
 
-    port = _port()
-    url = f"http://127.0.0.1:{port}"
+    port = free_port()
     cmd = [sys.executable, "-m", "memrl.llm.serve", "--model", gguf, "--port", str(port)]
-    proc = _start([*cmd, "--threads", "1"], url, "/health")
-    try:
+    with served([*cmd, "--threads", "1"], f"http://127.0.0.1:{port}", "/health") as url:
         remote = ServerScorer(url, "smollm2", timeout=600, retries=0)
-        served = per_decision(remote, triples)
-    finally:
-        _stop(proc)
+        served_s = per_decision(remote, triples)
     print(
-        f"memrl route:        {served:8.3f} s per decision ({remote.requests} requests); "
-        f"served / in-process = {served / local:.2f}"
+        f"memrl route:        {served_s:8.3f} s per decision ({remote.requests} requests); "
+        f"served / in-process = {served_s / local:.2f}"
     )
 
     if args.echo > 0:
-        port = _port()
-        url = f"http://127.0.0.1:{port}"
+        port = free_port()
         model = {"model": gguf, "model_alias": "smollm2", "n_ctx": 4096, "logits_all": True}
         model |= {"n_threads": 1, "n_threads_batch": 1, "verbose": False}
         with tempfile.TemporaryDirectory() as tmp:
             config = Path(tmp) / "config.json"
             config.write_text(json.dumps({"host": "127.0.0.1", "port": port, "models": [model]}))
-            proc = _start(
-                [sys.executable, "-m", "llama_cpp.server", "--config_file", str(config)],
-                url,
-                "/v1/models",
-            )
-            try:
+            cmd = [sys.executable, "-m", "llama_cpp.server", "--config_file", str(config)]
+            with served(cmd, f"http://127.0.0.1:{port}", "/v1/models") as url:
                 echo = ServerScorer(url, "smollm2", timeout=3600, retries=0)
                 slow = per_decision(echo, triples[: args.echo])
-            finally:
-                _stop(proc)
         print(
             f"OpenAI echo route:  {slow:8.3f} s per decision ({echo.requests} requests for "
             f"{args.echo}); served / in-process = {slow / local:.1f}"

@@ -98,14 +98,6 @@ def _memrl(*args: str, root=None, **env: str):
     )
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _corrupt(tmp_path):
     """A checkout whose smoke run store for experience replay has one corrupt run file."""
     import shutil
@@ -164,7 +156,9 @@ def test_user_errors_are_one_line_with_their_fix_and_exit_2(tmp_path):
         (("site", str(tmp_path / "results" / "paper")), tmp_path, "make repro PROFILE=paper")
     )
     # one job on a served LLM when nothing listens at the URL
-    down = f"http://127.0.0.1:{_free_port()}"
+    from memrl.llm.serve import free_port
+
+    down = f"http://127.0.0.1:{free_port()}"
     job = ("run", "llm_memory_rl", "REMEMBERER static · run 0", "--profile", "smoke")
     served = ("--set", "llm.backend=server", "--set", f"llm.url={down}", "--set", "llm.retries=0")
     cases.append(((*job, *served, "--store", str(tmp_path / "llm")), None, "did not answer"))

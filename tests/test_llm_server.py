@@ -14,15 +14,12 @@ explain the error the client reports.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import math
-import socket
-import subprocess
 import sys
 import threading
-import time
-import urllib.request
 from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -32,15 +29,10 @@ import torch as th
 
 from memrl.config import ConfigError, load_family
 from memrl.llm.scoring import LLMScorer, Scorer
+from memrl.llm.serve import free_port, served
 from memrl.llm.server import SCORE_ROUTE, ServerError, ServerScorer
 
 BOS = "<|im_start|>"  # SmolLM2's BOS token, which the server is told to prepend
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # =========================================================================== faults
@@ -104,7 +96,7 @@ def _fails(scorer: ServerScorer, *words: str) -> str:
 
 
 def test_a_down_server_fails_once_naming_the_url():
-    url = f"http://127.0.0.1:{_free_port()}"  # nothing listens there
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     _fails(ServerScorer(url, "m", timeout=1.0, retries=1), "did not answer", "2 tries")
 
 
@@ -127,7 +119,7 @@ def test_server_params_are_checked_before_any_run(tmp_path):
         load_family("llm_memory_rl", "smoke", overrides={"llm": {"backend": "server"}})
     from memrl.families.llm_memory_rl.jobs import preflight
 
-    down = {"llm": {"backend": "server", "url": f"http://127.0.0.1:{_free_port()}"}}
+    down = {"llm": {"backend": "server", "url": f"http://127.0.0.1:{free_port()}"}}
     cfg = load_family("llm_memory_rl", "smoke", overrides=down)
     cfg = cfg.model_copy(update={"llm": cfg.llm.model_copy(update={"retries": 0})})
     with pytest.raises(ServerError, match="did not answer"):
@@ -143,7 +135,7 @@ def server(tmp_path_factory):
         pytest.skip("llama-cpp-python is not installed: `make test` builds it (make llm-server)")
     from memrl.llm.models import smollm2_gguf
 
-    port = _free_port()
+    port = free_port()
     config = tmp_path_factory.mktemp("llm-server") / "config.json"
     config.write_text(
         json.dumps(
@@ -174,26 +166,12 @@ def server(tmp_path_factory):
 
 def _serve(cmd: list[str], url: str, ready: str):
     """Start a server process, yield its URL once ``ready`` answers, stop it after."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 600  # a hang guard, not a speed bound
-        while True:
-            try:
-                urllib.request.urlopen(url + ready, timeout=2).read()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    err = proc.stderr.read().decode()[-2000:] if proc.poll() is not None else ""
-                    pytest.fail(f"{cmd[2]} did not start: {err}")
-                time.sleep(0.5)
-        yield url
-    finally:
-        proc.terminate()
+    with contextlib.ExitStack() as stack:
         try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            up = stack.enter_context(served(cmd, url, ready))
+        except RuntimeError as err:
+            pytest.fail(str(err))
+        yield up
 
 
 @pytest.fixture(scope="module")
@@ -203,7 +181,7 @@ def scoring_server():
         pytest.skip("llama-cpp-python is not installed: `make test` builds it (make llm-server)")
     from memrl.llm.models import smollm2_gguf
 
-    port = _free_port()
+    port = free_port()
     cmd = [sys.executable, "-m", "memrl.llm.serve", "--model", str(smollm2_gguf())]
     yield from _serve(
         [*cmd, "--port", str(port), "--threads", "2"], f"http://127.0.0.1:{port}", "/health"

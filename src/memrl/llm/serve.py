@@ -27,8 +27,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import socket
+import subprocess
 import threading
-from collections.abc import Sequence
+import time
+import urllib.request
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -125,6 +130,40 @@ def handler(scorer: GGUFScorer) -> type[BaseHTTPRequestHandler]:
             pass
 
     return Handler
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def served(cmd: Sequence[str], url: str, ready: str, timeout: float = 600.0) -> Iterator[str]:
+    """Run the server ``cmd``, yield ``url`` once ``url + ready`` answers, stop it after
+    (terminate, then kill). RuntimeError with the end of its stderr if it exits first, or
+    after ``timeout`` seconds (a hang guard, not a speed bound)."""
+    proc = subprocess.Popen(list(cmd), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                urllib.request.urlopen(url + ready, timeout=2).read()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    err = proc.stderr.read().decode()[-2000:] if proc.poll() is not None else ""
+                    raise RuntimeError(f"{cmd[2]} did not start: {err}") from None
+                time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def load(model: str, n_ctx: int = 4096, threads: int = 1):

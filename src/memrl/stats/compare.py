@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
@@ -234,6 +234,7 @@ def arm(
         raise ValueError(f"{label}: a confidence interval needs >= 2 seeds (or one run's items)")
     if not np.isfinite(x).all():
         raise ValueError(f"{label}: values must be finite")
+    # the arm without its interval yet: what the bootstrap resamples
     side = Arm(tuple(float(v) for v in x), Estimate(0.0, 0.0, 0.0, len(x)), statistic, runs, groups)
     point = float(STATISTICS[statistic](x))
     binary = (
@@ -246,8 +247,7 @@ def arm(
         dist = _boot_arm(side, rng, max(reps, REPS), statistic)
         t = _tail(side.dof)
         lo, hi = np.quantile(dist, [t, 1 - t])
-    est = Estimate(point, float(lo), float(hi), len(x))
-    return Arm(side.values, est, statistic, runs, groups)
+    return replace(side, estimate=Estimate(point, float(lo), float(hi), len(x)))
 
 
 def _sample(side, statistic: str = "iqm") -> tuple[np.ndarray | None, float]:
@@ -442,15 +442,25 @@ def design_p(better, worse) -> float:
         if na is None or nb is None:
             return 0.0 if (na or nb) else 1.0
     if na is None or nb is None:
-        return 2.0 ** -(na or nb)
-    return 1.0 / math.comb(na + nb, na)
+        return _smallest_p(na or nb)
+    return _smallest_p(na, nb)
+
+
+def _smallest_p(n: int, m: int | None = None) -> float:
+    """:func:`design_p` of ``n`` seeds against ``m`` (None: against a constant)."""
+    return 2.0**-n if m is None else 1.0 / math.comb(n + m, n)
+
+
+def _two_arms(better, worse) -> bool:
+    """Both sides have seeds (else one is a constant or one deterministic run)."""
+    return _units(better) is not None and _units(worse) is not None
 
 
 def seeds_for_design(better, worse, level: float = LEVEL) -> int:
     """The fewest seeds per seeded arm at which :func:`design_p` reaches (1 − level) / 2."""
-    two = _units(better) is not None and _units(worse) is not None
+    two = _two_arms(better, worse)
     n = 2
-    while (1.0 / math.comb(2 * n, n) if two else 2.0**-n) > (1 - level) / 2:
+    while _smallest_p(n, n if two else None) > (1 - level) / 2:
         n += 1
     return n
 
@@ -479,12 +489,12 @@ def seeds_for_power(
     threshold = -margin if relation == MATCHES else 0.0
     sign = 1.0 if higher_is_better else -1.0
     rng = np.random.default_rng(seed)
-    two = all(p is not None for p in pools)
+    two = _two_arms(better, worse)
 
     def rate(n: int) -> float:
         """Share of ``experiments`` at ``n`` seeds per arm the rule decides (vectorised:
         the same expanded-percentile interval as :func:`difference`)."""
-        if (1.0 / math.comb(2 * n, n) if two else 2.0**-n) > (1 - LEVEL) / 2:
+        if _smallest_p(n, n if two else None) > (1 - LEVEL) / 2:
             return 0.0
         reps = REPS if n <= 10 else 1000  # the expanded tails are ~0.1% only at few seeds
         t, hits = _tail(n), 0

@@ -45,22 +45,49 @@ def floor_arm(
     or ``{}`` when the store holds no such floor run. ``items`` (and ``clusters``): functions
     of a row giving the run's per-item values (and their groups); a floor run once
     (deterministic) is one run whose interval comes from its items, never copies."""
-    if floors is None or not len(floors) or "floor" not in floors:
+    return labelled_arm(
+        floors,
+        "floor",
+        floor,
+        env,
+        claim_id,
+        name(floor, env),
+        value,
+        reps,
+        statistic,
+        items,
+        clusters,
+    )
+
+
+def labelled_arm(
+    table: pd.DataFrame | None,
+    column: str,
+    label: str,
+    env: str,
+    claim_id: str,
+    arm_name: str,
+    value: str | Callable = "score",
+    reps: int = 2000,
+    statistic: str = "iqm",
+    items: Callable | None = None,
+    clusters: Callable | None = None,
+) -> dict[str, Arm]:
+    """``{arm_name: arm}`` of the runs in ``table`` whose ``column`` is ``label`` on ``env``
+    (a floor, a positive control), or ``{}`` when there are none; ``value``, ``items`` and
+    ``clusters`` as :func:`floor_arm`."""
+    if table is None or not len(table) or column not in table:
         return {}
-    rows = floors[(floors.floor == floor) & (floors.env == env)]
+    rows = table[(table[column] == label) & (table.env == env)]
     if not len(rows):
         return {}
     vals = list(rows.apply(value, axis=1) if callable(value) else rows[value])
     per_item = [list(items(r)) for _, r in rows.iterrows()] if items else None
     groups = [list(clusters(r)) for _, r in rows.iterrows()] if items and clusters else None
     if len(vals) == 1 and per_item is None:
-        raise ValueError(
-            f"{claim_id} · {name(floor, env)}: one run needs its items for an interval"
-        )
+        raise ValueError(f"{claim_id} · {arm_name}: one run needs its items for an interval")
     return {
-        name(floor, env): arm(
-            vals, claim_id, name(floor, env), reps, statistic, items=per_item, clusters=groups
-        )
+        arm_name: arm(vals, claim_id, arm_name, reps, statistic, items=per_item, clusters=groups)
     }
 
 

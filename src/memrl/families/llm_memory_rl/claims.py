@@ -24,7 +24,7 @@ from memrl.families.llm_memory_rl.tables import (
 from memrl.stats.aggregate import reference
 from memrl.stats.claims import Budget, Claim, ClaimResult, Comparison
 from memrl.stats.compare import Arm, arm
-from memrl.stats.floors import NO_FLOOR_RUNS, floor_arm
+from memrl.stats.floors import NO_FLOOR_RUNS, floor_arm, labelled_arm
 from memrl.stats.floors import name as floor_name
 from memrl.stats.trend import trends
 
@@ -65,24 +65,19 @@ def _control(
 ) -> dict[str, Arm]:
     """``{label: arm}`` of the positive control ``name`` on ``env`` (``value``: a column or a
     function of its row, ``items`` / ``clusters`` functions of its row), or ``{}``."""
-    df = runs.controls
-    if not len(df) or "control" not in df:
-        return {}
-    rows = df[(df.control == name) & (df.env == env)]
-    if not len(rows):
-        return {}
     label = f"{name} · {env} (positive control)"
-    vals = list(rows.apply(value, axis=1) if callable(value) else rows[value])
-    return {
-        label: arm(
-            vals,
-            claim.claim_id,
-            label,
-            cfg.bootstrap_reps,
-            items=[list(items(r)) for _, r in rows.iterrows()],
-            clusters=[list(clusters(r)) for _, r in rows.iterrows()] if clusters else None,
-        )
-    }
+    return labelled_arm(
+        runs.controls,
+        "control",
+        name,
+        env,
+        claim.claim_id,
+        label,
+        value,
+        cfg.bootstrap_reps,
+        items=items,
+        clusters=clusters,
+    )
 
 
 def divergences(runs: Runs, name: str) -> list[dict]:

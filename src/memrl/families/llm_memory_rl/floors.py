@@ -107,26 +107,34 @@ def shop_floor(
 
 def no_memory_answers(llm: dict, dialogue_data: dict, memory_r1: dict) -> dict[str, Any]:
     """Memory-R1's answer agent with an empty memory bank on the test questions."""
+    from memrl.agents.memory_r1 import MemoryBank
+
+    bank = lambda conv, embed: MemoryBank(embed)  # noqa: E731
+    return {"floor": "no memory", **_answers(llm, dialogue_data, memory_r1, bank)}
+
+
+def _answers(llm: dict, dialogue_data: dict, memory_r1: dict, bank_of) -> dict[str, Any]:
+    """F1 and exact match of Memory-R1's answer agent on the test questions, each test
+    conversation's questions answered from ``bank_of(conversation, embed)``, with the
+    per-question items."""
     from memrl.agents import memory_r1 as mr1
     from memrl.envs.dialogue import exact_match, f1_score, load_dialogues
     from memrl.families.llm_memory_rl.jobs import _embedder, _scorer
-    from memrl.families.llm_memory_rl.params import LLMParams
     from memrl.runtime import repo_root, seed_everything
 
     seed_everything(0)
     splits = load_dialogues(repo_root() / dialogue_data["path"])
     test = splits["test"][: memory_r1["test_conversations"]]
-    scorer = _scorer(LLMParams(**llm))
-    answerer = mr1.AnswerAgent(scorer, memory_r1["answer_k"])
-    empty = mr1.MemoryBank(_embedder(llm["embedder"]).embed)
+    answerer = mr1.AnswerAgent(_scorer(LLMParams(**llm)), memory_r1["answer_k"])
+    embed = _embedder(llm["embedder"]).embed
     rows = [
         {"conversation": c.cid, "f1": f1_score(p, q.answer), "em": exact_match(p, q.answer)}
         for c in test
+        for bank in [bank_of(c, embed)]
         for q in c.questions
-        for p in [answerer.answer(empty, q)]
+        for p in [answerer.answer(bank, q)]
     ]
     return {
-        "floor": "no memory",
         "env": "dialogues",
         "f1": float(np.mean([r["f1"] for r in rows])),
         "em": float(np.mean([r["em"] for r in rows])),
@@ -215,15 +223,8 @@ def expert_exemplars(
         temperature=llm_p.temperature,
     )
     played = [_divergence(agent, recorder, env, t, expert_episode(env, t)) for t in tasks]
-    test = [r for r, _ in played]
-    return {
-        "control": "expert exemplars",
-        "env": "shop",
-        "run": run,
-        "test_score": float(np.mean([r.reward for r in test])),
-        "test_success": float(np.mean([r.success for r in test])),
-        "test_items": shop_items(tasks, test),
-        "divergences": [d for _, d in played if d is not None],
+    return _shop_control("expert exemplars", run, tasks, [r for r, _ in played]) | {
+        "divergences": [d for _, d in played if d is not None]
     }
 
 
@@ -245,14 +246,20 @@ def expert_cases(
         played = expert_episode(env, task)
         bank.add(Case(task.instruction, tuple(t.action for t in played), played[-1].reward))
     agent = CaseAgent(scorer, embedder, bank, rng, llm_p.temperature)
-    res = [agent.run_episode(env, t, learn=False) for t in tasks]
+    return _shop_control(
+        "expert cases", run, tasks, [agent.run_episode(env, t, learn=False) for t in tasks]
+    )
+
+
+def _shop_control(name: str, run: int, tasks, results) -> dict[str, Any]:
+    """A shop control's record: its test score and success, and the tasks behind them."""
     return {
-        "control": "expert cases",
+        "control": name,
         "env": "shop",
         "run": run,
-        "test_score": float(np.mean([r.reward for r in res])),
-        "test_success": float(np.mean([r.success for r in res])),
-        "test_items": shop_items(tasks, res),
+        "test_score": float(np.mean([r.reward for r in results])),
+        "test_success": float(np.mean([r.success for r in results])),
+        "test_items": shop_items(tasks, results),
     }
 
 
@@ -260,38 +267,20 @@ def gold_memory(llm: dict, dialogue_data: dict, memory_r1: dict) -> dict[str, An
     """Memory-R1's positive control: the answer agent reading the *gold* memory bank of each
     test conversation (every fact as the dialogue last left it: introduced or changed facts
     kept in their latest form, retracted ones removed). What a perfect manager would build."""
-    from memrl.agents import memory_r1 as mr1
-    from memrl.envs.dialogue import exact_match, f1_score, load_dialogues
-    from memrl.families.llm_memory_rl.jobs import _embedder, _scorer
-    from memrl.runtime import repo_root, seed_everything
+    return {"control": "gold memory", **_answers(llm, dialogue_data, memory_r1, _gold_bank)}
 
-    seed_everything(0)
-    splits = load_dialogues(repo_root() / dialogue_data["path"])
-    test = splits["test"][: memory_r1["test_conversations"]]
-    answerer = mr1.AnswerAgent(_scorer(LLMParams(**llm)), memory_r1["answer_k"])
-    embed = _embedder(llm["embedder"]).embed
-    rows = []
-    for c in test:
-        facts: dict[str, str] = {}
-        for t in c.turns:
-            if t.kind in ("intro", "change"):
-                facts[t.key] = t.fact
-            elif t.kind == "retract":
-                facts.pop(t.key, None)
-        bank = mr1.MemoryBank(embed, list(facts.values()))
-        for q in c.questions:
-            p = answerer.answer(bank, q)
-            rows.append(
-                {"conversation": c.cid, "f1": f1_score(p, q.answer), "em": exact_match(p, q.answer)}
-            )
-    return {
-        "control": "gold memory",
-        "env": "dialogues",
-        "f1": float(np.mean([r["f1"] for r in rows])),
-        "em": float(np.mean([r["em"] for r in rows])),
-        "questions": len(rows),
-        "items": question_items(rows),
-    }
+
+def _gold_bank(conv, embed):
+    """The facts of ``conv`` as its last turns left them, as a memory bank."""
+    from memrl.agents.memory_r1 import MemoryBank
+
+    facts: dict[str, str] = {}
+    for t in conv.turns:
+        if t.kind in ("intro", "change"):
+            facts[t.key] = t.fact
+        elif t.kind == "retract":
+            facts.pop(t.key, None)
+    return MemoryBank(embed, list(facts.values()))
 
 
 def grid(cfg: LLMMemoryRLParams) -> list[JobSpec]:
