@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from functools import partial
 
 import numpy as np
 from scipy.spatial import cKDTree
@@ -64,16 +65,17 @@ def agents(steps: int) -> None:
     """Env steps/s of MFEC and NEC vs SB3 DQN (MinAtar network), default hyperparameters."""
     from memrl.agents import mfec, nec
     from memrl.agents.sb3_baselines import dqn_train
-    from memrl.config import load_family
+    from memrl.envs.registry import make
+    from memrl.families import load_family
     from memrl.runtime import set_torch_threads
 
     set_torch_threads(1)
     cfg = load_family("episodic_control", "default")
     env_id = "MinAtar/Breakout-v1"
     runs = {
-        "SB3 DQN": lambda: dqn_train(env_id, cfg.dqn_for(env_id), steps, 0),
-        "MFEC": lambda: mfec.train(env_id, cfg.mfec, steps, 0),
-        "NEC": lambda: nec.train(env_id, cfg.nec, steps, 0),
+        "SB3 DQN": lambda: dqn_train(partial(make, env_id), cfg.dqn_for(env_id), steps, 0),
+        "MFEC": lambda: mfec.train(partial(make, env_id), cfg.mfec, steps, 0),
+        "NEC": lambda: nec.train(partial(make, env_id), cfg.nec, steps, 0),
     }
     print(f"\nagents on {env_id}, {steps:,} env steps each (1 thread)")
     rate = {}

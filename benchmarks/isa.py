@@ -43,7 +43,8 @@ def one(family: str, job: str, seed: int | None) -> None:
     """In a child process: run the job, print its seconds and a hash of its result."""
     from memrl import families
     from memrl.cli import family_params, select
-    from memrl.runs import ISA_FIELD, run_spec
+    from memrl.executors import run_spec
+    from memrl.runs import ISA_FIELD
 
     specs = families.get(family).grid(family_params(family, "smoke", []))
     result, seconds = run_spec(select(specs, job, seed).to_json())

@@ -23,8 +23,8 @@ import numpy as np
 import torch as th
 
 from memrl.agents.rlem import PREFIX, RLEMAgent, build_prompt
-from memrl.config import load_family
 from memrl.envs.shop import ShopEnv
+from memrl.families import load_family
 from memrl.families.llm_memory_rl import jobs as lm
 from memrl.llm.embeddings import Embedder
 from memrl.llm.models import load_model

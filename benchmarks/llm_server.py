@@ -31,7 +31,7 @@ import torch as th
 from llm_scoring import decisions  # this folder's decision generator
 
 from memrl.agents.rlem import PREFIX
-from memrl.config import load_family
+from memrl.families import load_family
 from memrl.llm.models import load_model, smollm2_gguf
 from memrl.llm.scoring import LLMScorer
 from memrl.llm.serve import free_port, served

@@ -19,7 +19,7 @@ from multiprocessing import get_context
 
 
 def run(method: str, seed: int, steps: int) -> tuple[str, int, float, float]:
-    from memrl.config import load_family
+    from memrl.families import load_family
     from memrl.families.recurrent_off_policy import jobs
     from memrl.runtime import set_torch_threads
 

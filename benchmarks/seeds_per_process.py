@@ -46,7 +46,7 @@ def agents(steps: int, ppo_steps: int) -> None:
     from stable_baselines3.common.env_util import make_vec_env
 
     from memrl.agents.sb3 import silent
-    from memrl.config import load_family
+    from memrl.families import load_family
     from memrl.families.recurrent_off_policy import jobs
 
     cfg = load_family("recurrent_off_policy", "default")

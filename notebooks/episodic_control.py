@@ -57,18 +57,17 @@ check_parameters(globals(), ("profile", "output_dir", "runs_dir", "overrides"))
 # %%
 import matplotlib.pyplot as plt
 
-from memrl import plots
-from memrl.config import load_family
+from memrl import families, plots
 from memrl.envs.registry import short_env
 from memrl.families.episodic_control import claims as ec_claims
 from memrl.families.episodic_control import tables
 from memrl.results import budget_table, claims_table, save_claims, save_figure, save_table
 from memrl.results import output_dir as resolve_output
-from memrl.runs import load_results
 from memrl.stats.floors import env_floor, split, with_floor
 from memrl.stats.points import iqm_curves
 
-cfg = load_family("episodic_control", profile, overrides=overrides)  # every value checked first
+family = families.get("episodic_control")
+cfg = families.load_family(family.name, profile, overrides=overrides)  # every value checked
 out = resolve_output(output_dir)
 print(f"profile={profile}  seeds={cfg.seeds}")
 for e in cfg.envs:
@@ -82,7 +81,10 @@ for e in cfg.envs:
 
 # %%
 envs = [short_env(e.env_id) for e in cfg.envs]
-records, floors = split(load_results("episodic_control", profile, runs_dir, overrides))
+store = family.store(profile, runs_dir, overrides)
+if not runs_dir:  # opened on its own: run the profile's jobs here first (stored ones reused)
+    family.run(cfg, profile, store)
+records, floors = split(family.load(cfg, profile, store))
 runs = tables.load(records, envs)
 runs[["env", "method", "seed", "episodes", "early_return", "late_return", "memory_size"]].head(12)
 

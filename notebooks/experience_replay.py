@@ -46,8 +46,7 @@ check_parameters(globals(), ("profile", "output_dir", "runs_dir", "overrides"))
 # %%
 import matplotlib.pyplot as plt
 
-from memrl import plots
-from memrl.config import load_family
+from memrl import families, plots
 from memrl.families.experience_replay import claims as er_claims
 from memrl.families.experience_replay import tables
 from memrl.results import (
@@ -60,13 +59,16 @@ from memrl.results import (
 from memrl.results import (
     output_dir as resolve_output,
 )
-from memrl.runs import load_results
 from memrl.stats.floors import env_floor, split, with_floor
 
-cfg = load_family("experience_replay", profile, overrides=overrides)  # every value checked first
+family = families.get("experience_replay")
+cfg = families.load_family(family.name, profile, overrides=overrides)  # every value checked
 out = resolve_output(output_dir)
 print(f"profile={profile}  seeds={cfg.seeds}")
-records, floors = split(load_results("experience_replay", profile, runs_dir, overrides))
+store = family.store(profile, runs_dir, overrides)
+if not runs_dir:  # opened on its own: run the profile's jobs here first (stored ones reused)
+    family.run(cfg, profile, store)
+records, floors = split(family.load(cfg, profile, store))
 results = tables.load(records)
 sweeps = tables.sweeps(results)  # every figure: IQM over seeds with its 95% CI (rliable)
 

@@ -70,20 +70,19 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from memrl import plots
-from memrl.config import load_family
+from memrl import families, plots
 from memrl.envs.dialogue import load_dialogues
 from memrl.envs.shop import ShopEnv, expert_successes, load_shop
 from memrl.families.llm_memory_rl import claims as llm_claims
 from memrl.families.llm_memory_rl import tables
 from memrl.results import budget_table, claims_table, save_claims, save_figure, save_table
 from memrl.results import output_dir as resolve_output
-from memrl.runs import load_results
 from memrl.runtime import repo_root
 from memrl.stats.floors import env_floor, split
 from memrl.stats.points import iqm_points
 
-cfg = load_family("llm_memory_rl", profile, overrides=overrides)  # every value checked first
+family = families.get("llm_memory_rl")
+cfg = families.load_family(family.name, profile, overrides=overrides)  # every value checked
 out = resolve_output(output_dir)
 products, splits = load_shop(repo_root() / cfg.shop_data.path)
 dialogues = load_dialogues(repo_root() / cfg.dialogue_data.path)
@@ -119,7 +118,10 @@ print(
 # managers as `.pt`); `files_dir` says where.
 
 # %%
-records, floors = split(load_results("llm_memory_rl", profile, runs_dir, overrides))
+store = family.store(profile, runs_dir, overrides)
+if not runs_dir:  # opened on its own: run the profile's jobs here first (stored ones reused)
+    family.run(cfg, profile, store)
+records, floors = split(family.load(cfg, profile, store))
 loaded = tables.load(cfg, records)
 runs, fly, mr1 = loaded.rlem, loaded.fly, loaded.mr1
 runs[

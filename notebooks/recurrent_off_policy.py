@@ -64,20 +64,19 @@ check_parameters(globals(), ("profile", "output_dir", "runs_dir", "overrides"))
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from memrl import plots
-from memrl.config import load_family
+from memrl import families, plots
 from memrl.envs.registry import short_env
 from memrl.families.recurrent_off_policy import card as ro_card
 from memrl.families.recurrent_off_policy import claims as ro_claims
 from memrl.families.recurrent_off_policy import tables
 from memrl.results import budget_table, claims_table, save_claims, save_figure, save_table
 from memrl.results import output_dir as resolve_output
-from memrl.runs import load_results
 from memrl.runtime import atomic_write_json
 from memrl.stats.floors import env_floor, split, with_floor
 from memrl.stats.points import iqm_curves
 
-cfg = load_family("recurrent_off_policy", profile, overrides=overrides)  # every value checked first
+family = families.get("recurrent_off_policy")
+cfg = families.load_family(family.name, profile, overrides=overrides)  # every value checked
 out = resolve_output(output_dir)
 print(f"profile={profile}  seeds={cfg.seeds}")
 for e in cfg.envs:
@@ -95,7 +94,10 @@ print(
 
 # %%
 envs = [short_env(e.env_id) for e in cfg.envs]
-records, floors = split(load_results("recurrent_off_policy", profile, runs_dir, overrides))
+store = family.store(profile, runs_dir, overrides)
+if not runs_dir:  # opened on its own: run the profile's jobs here first (stored ones reused)
+    family.run(cfg, profile, store)
+records, floors = split(family.load(cfg, profile, store))
 runs = tables.load(records, envs)
 runs.main[["env", "method", "seed", "episodes", "eval_return", "late_train_return"]].head(12)
 
@@ -162,7 +164,7 @@ save_figure(fig, out / "figures" / "tmaze.png")
 # moving the cue ξ steps back: **short-term** memory recalls only while ξ ≤ K, **long-term**
 # beyond it. Here every model (a decision transformer, RATE, and the GRU, LSTM, FFM, S5 and
 # window-of-K cores) is trained the same way, by behaviour cloning of oracle T-Maze runs
-# (`memrl.agents.rate`), with K fixed, then scored at each ξ. A core *remembers* at ξ when
+# (`memrl.agents.cloning`), with K fixed, then scored at each ξ. A core *remembers* at ξ when
 # its success IQM is ≥ 0.9 and its CI stays above chance; the class follows from that rule
 # (`memrl.families.recurrent_off_policy.card`), never typed in. Cost: one training step of
 # the core at the timing job's sizes.

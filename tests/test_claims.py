@@ -5,8 +5,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from memrl.config import load_family
 from memrl.envs.registry import short_env
+from memrl.families import load_family
 from memrl.families.episodic_control import claims as ec
 from memrl.families.episodic_control import tables as ec_tables
 from memrl.families.episodic_control.params import method_label
@@ -154,7 +154,7 @@ def er_runs(cfg, good: bool) -> dict[str, pd.DataFrame]:
                     "kind": "per_dqn",
                     "seed": s,
                     "method": m,
-                    "mean_train_return": v,
+                    "mean_return": v,
                     "final_return": v,
                     "grid": [1, 2],
                     "curve": [v, v],
@@ -186,7 +186,7 @@ def er_runs(cfg, good: bool) -> dict[str, pd.DataFrame]:
                     "kind": "rae",
                     "seed": s,
                     "condition": c,
-                    "mean_train_return": v,
+                    "mean_return": v,
                     "final_return": v,
                     "grid": [1, 2],
                     "curve": [v, v],
@@ -224,7 +224,7 @@ def test_experience_replay_claims_follow_the_runs():
     rae = {r.claim.claim_id: r for r in er.claims(cfg, er_runs(cfg, True))}["ER-5"]
     row = rae.to_row()
     assert (row["category"], row["verdict"]) == (PARTIALLY, PARTIALLY)
-    assert row["reason"].startswith("not met: several domains")
+    assert row["reason"] == "condition" and row["detail"].startswith("not met: several domains")
     assert row["conditions"][0]["met"] is False
     her = {r.claim.claim_id: r for r in er.claims(cfg, er_runs(cfg, True))}["ER-4"]
     # judged on the success rate at each swept length beyond the paper's DQN reach (15 bits)

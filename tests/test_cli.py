@@ -103,7 +103,7 @@ def _corrupt(tmp_path):
     import shutil
 
     from memrl import families
-    from memrl.config import load_family
+    from memrl.families import load_family
     from memrl.runtime import repo_root
 
     root = tmp_path / "corrupt"

@@ -2,8 +2,8 @@ import json
 
 import numpy as np
 
-from memrl.config import load_family
 from memrl.data import build_prior_experiment, verify
+from memrl.families import load_family
 from memrl.memory.mixed import Transitions
 from memrl.runtime import repo_root
 

@@ -2,7 +2,7 @@
 
 import json
 
-from memrl.config import load_family
+from memrl.families import load_family
 from memrl.families.experience_replay import jobs as er
 from memrl.memory.mixed import Transitions
 from memrl.runtime import repo_root, set_torch_threads

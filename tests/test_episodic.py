@@ -167,7 +167,7 @@ def test_aggregation_claims_are_judged_where_memory_is_really_cut():
     r = 1 aggregation kept 97%: "no significant loss" there tests nothing)."""
     import pandas as pd
 
-    from memrl.config import load_family
+    from memrl.families import load_family
     from memrl.families.episodic_control.claims import _sweep
 
     cfg = load_family("episodic_control", "default")

@@ -3,8 +3,9 @@ import pytest
 
 from memrl.agents.mfec import MFEC, discounted_returns, linear_epsilon
 from memrl.agents.nec import NStepReturns
-from memrl.config import ConfigError, load_family
+from memrl.config import ConfigError
 from memrl.envs.registry import make
+from memrl.families import load_family
 
 
 def test_epsilon_schedule():

@@ -83,7 +83,7 @@ def test_cli_prices_the_real_grid_and_rejects_bad_input(capsys) -> None:
 
 
 def test_published_timings_round_trip_and_never_fail(tmp_path) -> None:
-    from memrl.estimate import read_timings, write_timings
+    from memrl.runs import read_timings, write_timings
 
     store = RunStore(tmp_path / "runs")
     specs = [spec(f"A · seed {s}", 10, s) for s in range(3)] + [spec("B · seed 0", 4, 9)]
@@ -99,24 +99,25 @@ def test_published_timings_round_trip_and_never_fail(tmp_path) -> None:
 
 
 def test_the_runs_stage_publishes_timings_that_price_a_fresh_clone(tmp_path, monkeypatch):
-    """run_family writes timings.json beside the results (kept in git); on a clone whose run
-    store is empty, the estimate prices every job from it."""
-    from memrl import estimate, families, runs
-    from memrl.runs import Report
+    """The runs stage writes timings.json beside the results (kept in git); on a clone whose
+    run store is empty, the estimate prices every job from it."""
+    from memrl import estimate, families, pipeline
+    from memrl.executors import Executed
 
     def fake_execute(specs, store, *args, **kwargs):  # each job "took" 2 s per unit of cost
         for s in specs:
             store.save(s, {"x": 1}, 2.0 * s.cost)
-        return Report(len(specs), ran=len(specs))
+        return Executed(len(specs), ran=len(specs))
 
-    monkeypatch.setattr(runs, "repo_root", lambda: tmp_path)
-    monkeypatch.setattr(runs, "execute", fake_execute)
+    monkeypatch.setattr(pipeline, "repo_root", lambda: tmp_path)
+    monkeypatch.setattr(families, "repo_root", lambda: tmp_path)
+    monkeypatch.setattr(families, "execute", fake_execute)
     monkeypatch.setattr(families.Family, "preflight", lambda self, cfg: None)
-    runs.run_family("experience_replay", "smoke")
+    pipeline.run_stage("experience_replay", "smoke")
     fam = families.get("experience_replay")
     assert (tmp_path / fam.timings_path("smoke")).is_file()
 
-    specs = fam.grid(runs.load_family(fam.name, "smoke"))
+    specs = fam.grid(families.load_family(fam.name, "smoke"))
     clone = tmp_path / "clone"  # the timings file only, as git carries it
     (clone / fam.results_dir("smoke")).mkdir(parents=True)
     (tmp_path / fam.timings_path("smoke")).rename(clone / fam.timings_path("smoke"))
@@ -152,7 +153,7 @@ def test_a_served_llm_is_priced_by_recorded_decisions_times_measured_seconds(tmp
     """LLM jobs record their decisions; published timings keep decisions per cost; a profile
     on a served model prices each such job as decisions x the seconds one decision took on
     that server, measured when the estimate runs."""
-    from memrl.estimate import read_timings, write_timings
+    from memrl.runs import read_timings, write_timings
 
     store = RunStore(tmp_path / "runs")
     llm = [spec(f"REMEMBERER rlem · run {r}", 10, r) for r in range(2)]
@@ -176,7 +177,7 @@ def test_every_default_job_is_priced_in_core_seconds() -> None:
     """A job's cost is its expected core-seconds (it orders the queue and prices a job no
     run or published timing covers): none of the default profile's may be absurd."""
     from memrl import families
-    from memrl.config import load_family
+    from memrl.families import load_family
 
     for fam in families.FAMILIES:
         for s in fam.module("jobs").grid(load_family(fam.name, "default")):

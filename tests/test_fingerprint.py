@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memrl import families, fingerprint
-from memrl.config import load_family
+from memrl.families import load_family
 
 SRC = fingerprint.SRC
 
@@ -105,14 +105,14 @@ def test_formatting_comments_and_docstrings_move_no_job_key(edit, before):
         # one agent: only its own jobs move
         (
             "agents/recurrent_td3.py",
-            "def train(",
-            "def _unused():\n    pass\n\n\ndef train(",
+            "class RecurrentTD3:",
+            "def _unused():\n    pass\n\n\nclass RecurrentTD3:",
             set(),
         ),
         (
             "agents/recurrent_td3.py",
-            "    env: gym.Env,",
-            "    env: gym.Env,\n    *_extra: int,",
+            "        cls, env: gym.Env,",
+            "        cls, env: gym.Env, *_extra: int,",
             {"RTD3-"},
         ),
         ("agents/mfec.py", "def train(", "def train(*_extra: int, ", {"MFEC"}),
@@ -141,3 +141,11 @@ def test_editing_prioritized_replay_moves_no_recurrent_job(edit, before):
     changed = {label for label in before if after[label] != before[label]}
     assert changed and not any(label.startswith("recurrent_off_policy") for label in changed)
     assert all(label.startswith("experience_replay") for label in changed)
+
+
+def test_a_misspelt_job_function_is_an_error_not_its_whole_module():
+    from memrl.fingerprint import job_code
+
+    assert job_code("memrl.agents.mfec:train")  # a real one
+    with pytest.raises(LookupError, match="has no 'trian'"):
+        job_code("memrl.agents.mfec:trian")

@@ -66,7 +66,7 @@ def _child(code: str, **env: str) -> subprocess.CompletedProcess:
 
 
 def test_numpy_loaded_before_the_pin_is_one_clear_error():
-    late = "import numpy\nimport memrl\nfrom memrl.runs import run_spec\n"
+    late = "import numpy\nimport memrl\nfrom memrl.executors import run_spec\n"
     late += "run_spec({'fn': 'memrl.isa:level', 'kwargs': {}})"
     out = _child(late, MEMRL_ISA="x86-64-v2", NPY_DISABLE_CPU_FEATURES="")
     assert out.returncode != 0 and "import memrl before numpy" in out.stderr

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from memrl.executors import JobsFailed, execute
 from memrl.jobs import JobSpec
-from memrl.runs import JobsFailed, MissingRunsError, RunStore, execute
+from memrl.runs import MissingRunsError, RunStore
 
 HERE = Path(__file__).parent
 
@@ -118,7 +119,8 @@ INTERRUPTED = textwrap.dedent(
     """
     import sys
     from memrl.jobs import JobSpec
-    from memrl.runs import RunStore, execute, raise_on_sigterm
+    from memrl.executors import execute, raise_on_sigterm
+    from memrl.runs import RunStore
     raise_on_sigterm()
     store, logs = RunStore(sys.argv[1]), sys.argv[2]
     specs = [JobSpec("toy_jobs:slow", {"x": i, "seconds": 0.2 if i < 2 else 60, "log_dir": logs})
@@ -181,7 +183,7 @@ def test_ray_executor_gives_the_process_pools_results(tmp_path):
     """Experience replay's smoke jobs (a quick subset of them) on a local Ray instance."""
     pytest.importorskip("ray")
     from memrl import families
-    from memrl.config import load_family
+    from memrl.families import load_family
 
     fam = families.get("experience_replay")
     specs = [
@@ -205,7 +207,8 @@ STAGE = textwrap.dedent(
     """
     import sys
     from memrl.jobs import JobSpec
-    from memrl.runs import RunStore, execute, raise_on_sigterm
+    from memrl.executors import execute, raise_on_sigterm
+    from memrl.runs import RunStore
 
     if __name__ == "__main__":  # the pool's spawned workers import this file
         raise_on_sigterm()

@@ -6,17 +6,20 @@ from __future__ import annotations
 import subprocess
 import sys
 import tempfile
+from functools import partial
 from pathlib import Path
 
 from memrl.agents.sb3_baselines import dqn_train
-from memrl.config import load_family
+from memrl.envs.registry import make
+from memrl.families import load_family
 
 
 def test_sb3_training_leaves_no_log_folder():
     temp = Path(tempfile.gettempdir())
     before = {p.name for p in temp.glob("SB3-*")}
     hp = load_family("episodic_control", "smoke").dqn_for("CartPole-v1")
-    out = dqn_train("CartPole-v1", hp.model_copy(update={"learning_starts": 50}), 200, seed=0)
+    hp = hp.model_copy(update={"learning_starts": 50})
+    out = dqn_train(partial(make, "CartPole-v1"), hp, 200, seed=0)
     assert out["episode_returns"]
     assert {p.name for p in temp.glob("SB3-*")} == before
 

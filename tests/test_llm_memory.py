@@ -8,7 +8,7 @@ import pytest
 import torch as th
 
 from memrl.agents.rlem import PREFIX, RLEMAgent, build_prompt, exemplar_text
-from memrl.config import ConfigError, load_family
+from memrl.config import ConfigError
 from memrl.envs.shop import (
     Product,
     ShopEnv,
@@ -19,6 +19,7 @@ from memrl.envs.shop import (
     save_shop,
     shop_reward,
 )
+from memrl.families import load_family
 from memrl.llm.embeddings import Embedder, cosine
 from memrl.llm.models import load_model
 from memrl.llm.scoring import LLMScorer

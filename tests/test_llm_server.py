@@ -27,7 +27,8 @@ import numpy as np
 import pytest
 import torch as th
 
-from memrl.config import ConfigError, load_family
+from memrl.config import ConfigError
+from memrl.families import load_family
 from memrl.llm.scoring import LLMScorer, Scorer
 from memrl.llm.serve import free_port, served
 from memrl.llm.server import SCORE_ROUTE, ServerError, ServerScorer

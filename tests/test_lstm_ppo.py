@@ -1,11 +1,14 @@
 """LSTM-PPO: the fused unroll over episode pieces equals acting step by step, GAE, and a
 short training run that learns CartPole with velocities hidden a little (no long training)."""
 
+from functools import partial
+
 import numpy as np
 import pytest
 import torch as th
 
 from memrl.agents import lstm_ppo
+from memrl.agents.contract import Evals
 
 
 def test_unroll_over_pieces_equals_stepping_with_resets():
@@ -42,22 +45,14 @@ def test_gae_stops_at_episode_starts():
 
 
 def test_short_training_is_deterministic_and_logs_episodes():
-    from memrl.config import load_family
     from memrl.envs.registry import make
+    from memrl.families import load_family
 
     p = load_family("recurrent_off_policy", "smoke").rppo
 
     def run():
-        return lstm_ppo.train(
-            lambda i: make("memrl/CartPole-P-v1", 5 + i),
-            p,
-            512,
-            5,
-            2,
-            eval_env=make("memrl/CartPole-P-v1", 99),
-            eval_at=[256],
-            check_env=make("memrl/CartPole-P-v1", 98),
-        )
+        env_fn = partial(make, "memrl/CartPole-P-v1")
+        return lstm_ppo.train(env_fn, p, 512, 5, Evals(2, (256,)))
 
     a, b = run(), run()
     assert a["episode_returns"] == b["episode_returns"] and a["eval_returns"] == b["eval_returns"]
@@ -69,8 +64,8 @@ def test_short_training_is_deterministic_and_logs_episodes():
 def test_linear_schedule_scales_clip_and_lr_with_the_budget_left(monkeypatch, schedule, clips):
     """rl-zoo's lin_<x>: x times the share of the budget left after each rollout, as SB3."""
     from memrl.agents.sb3_baselines import _scheduled
-    from memrl.config import load_family
     from memrl.envs.registry import make
+    from memrl.families import load_family
 
     p = load_family("recurrent_off_policy", "smoke").rppo.model_copy(
         update={"schedule": schedule, "n_epochs": 1, "clip_range": 0.2}
@@ -79,7 +74,7 @@ def test_linear_schedule_scales_clip_and_lr_with_the_budget_left(monkeypatch, sc
     monkeypatch.setattr(
         lstm_ppo, "update", lambda *a: seen.append((a[2].param_groups[0]["lr"], a[6]))
     )
-    lstm_ppo.train(lambda i: make("memrl/CartPole-P-v1", i), p, 2 * p.n_envs * p.n_steps, 0)
+    lstm_ppo.train(partial(make, "memrl/CartPole-P-v1"), p, 2 * p.n_envs * p.n_steps, 0)
     assert [c for _, c in seen] == pytest.approx(clips)
     assert [lr for lr, _ in seen] == pytest.approx([p.learning_rate * c / 0.2 for c in clips])
     sb3 = _scheduled(0.2, schedule)
@@ -133,8 +128,8 @@ def test_reward_scaler_matches_sb3_vec_normalize():
 
 
 def test_normalised_training_is_deterministic_and_standardises_its_inputs(monkeypatch):
-    from memrl.config import load_family
     from memrl.envs.registry import make
+    from memrl.families import load_family
 
     p = load_family("recurrent_off_policy", "smoke").rppo.model_copy(update={"normalize": True})
     seen = []
@@ -145,14 +140,7 @@ def test_normalised_training_is_deterministic_and_standardises_its_inputs(monkey
         return step(self, obs, start, state)
 
     def run():
-        return lstm_ppo.train(
-            lambda i: make("memrl/CartPole-P-v1", 5 + i),
-            p,
-            1024,
-            5,
-            2,
-            eval_env=make("memrl/CartPole-P-v1", 99),
-        )
+        return lstm_ppo.train(partial(make, "memrl/CartPole-P-v1"), p, 1024, 5, Evals(2))
 
     a = run()
     monkeypatch.setattr(lstm_ppo.Branch, "step", spy)

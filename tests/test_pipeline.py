@@ -12,11 +12,11 @@ import pytest
 import yaml
 
 from memrl import cli, dvcfile, families, pipeline
-from memrl.config import PROFILES, ConfigError, effective_params
-from memrl.families import FAMILIES
+from memrl.config import PROFILES, ConfigError
+from memrl.families import FAMILIES, effective_params
 from memrl.fingerprint import module_closure
 from memrl.jobs import JobSpec
-from memrl.runs import MissingRunsError, RunStore, load_results
+from memrl.runs import MissingRunsError, RunStore
 from memrl.runtime import repo_root
 
 ROOT = repo_root()
@@ -153,9 +153,6 @@ def test_training_stage_deps_cover_every_module_its_jobs_import(fam):
 
 
 def test_plots_and_report_order_come_from_the_registry():
-    from memrl.report import FAMILY_ORDER
-
-    assert FAMILY_ORDER == tuple(f.name for f in FAMILIES)
     declared = [next(iter(p)) for p in DVC["plots"]]
     res = {f.name: f.results_dir("default") for f in FAMILIES}
     assert declared == [f"{res[f.name]}/plots/{p.file}" for f in FAMILIES for p in f.plots]
@@ -222,12 +219,18 @@ def test_results_outlive_a_failed_or_interrupted_notebook_stage(tmp_path, monkey
 def test_stored_runs_of_another_profile_or_other_parameters_are_refused(tmp_path):
     store = RunStore(tmp_path / "default")  # each profile's runs in a folder of their own
     store.write_manifest([JobSpec("m:f", {})], {"profile": "default", "params": "x"})
+    fam = families.get("episodic_control")
+
+    def load(profile: str, runs_dir: str, overrides=None):
+        cfg = families.load_family(fam.name, profile)
+        return fam.load(cfg, profile, fam.store(profile, runs_dir, overrides))
+
     with pytest.raises(MissingRunsError, match="other parameters"):
-        load_results("episodic_control", "default", str(tmp_path / "default"))
+        load("default", str(tmp_path / "default"))
     with pytest.raises(MissingRunsError, match="profile 'default'"):
-        load_results("episodic_control", "smoke", str(tmp_path / "default"))
+        load("smoke", str(tmp_path / "default"))
     with pytest.raises(MissingRunsError, match="no stored runs"):
-        load_results("episodic_control", "smoke", str(tmp_path / "smoke"))
+        load("smoke", str(tmp_path / "smoke"))
     with pytest.raises(ConfigError, match="leave runs_dir empty"):
-        load_results("episodic_control", "default", str(tmp_path), {"seeds": 3})
+        load("default", str(tmp_path), {"seeds": 3})
     assert json.loads((tmp_path / "default" / "manifest.json").read_text())["jobs"][0]["key"]

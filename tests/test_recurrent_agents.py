@@ -2,9 +2,11 @@ import numpy as np
 import pytest
 import torch as th
 
-from memrl.agents import recurrent_td3
+from memrl.agents import recurrent_loop
 from memrl.agents.recurrent_loop import RecurrentParams
-from memrl.agents.recurrent_sac import Actor, RecurrentSAC, train
+from memrl.agents.recurrent_sac import Actor, RecurrentSAC
+from memrl.agents.recurrent_sac_discrete import RecurrentSACDiscrete
+from memrl.agents.recurrent_td3 import RecurrentTD3
 from memrl.envs.pomdp import make_masked
 from memrl.memory.sequence import SequenceReplayBuffer
 
@@ -78,7 +80,7 @@ def test_shared_encoder_is_pomdp_baselines_joint_variant(algo):
     it, both Q heads and the actor; targets for the heads only (the TD target reads the
     online encoder); one update moves the encoder, the heads and the actor."""
     th.manual_seed(0)
-    cls = RecurrentSAC if algo == "sac" else recurrent_td3.RecurrentTD3
+    cls = RecurrentSAC if algo == "sac" else RecurrentTD3
     agent = cls(2, 1, params(shared_encoder=True))
     assert agent.actor_encoder is agent.critic_encoder
     actor = agent.actor if algo == "sac" else agent.mu
@@ -108,13 +110,14 @@ def test_actor_log_prob_matches_a_monte_carlo_free_check():
 
 
 def test_train_runs_on_a_masked_pendulum():
-    out = train(make_masked("Pendulum-v1", "V"), params(), total_steps=450, seed=0)
+    env_fn = lambda s: make_masked("Pendulum-v1", "V")  # noqa: E731
+    out = recurrent_loop.train(RecurrentSAC.for_env, env_fn, params(), 450, seed=0)
     assert len(out["episode_returns"]) == 2 and all(np.isfinite(out["episode_returns"]))
 
 
 def test_td3_delays_the_actor_and_targets():
     th.manual_seed(0)
-    agent = recurrent_td3.RecurrentTD3(2, 1, params(core="gru"))
+    agent = RecurrentTD3(2, 1, params(core="gru"))
     buf = filled_buffer()
     mu, enc_a, targ = (
         snapshot(agent.mu),
@@ -141,15 +144,13 @@ def test_td3_delays_the_actor_and_targets():
 
 
 def test_td3_train_runs_and_is_deterministic():
-    env = lambda: make_masked("Pendulum-v1", "P")  # noqa: E731
-    a = recurrent_td3.train(env(), params(), total_steps=420, seed=3)
-    b = recurrent_td3.train(env(), params(), total_steps=420, seed=3)
+    env_fn = lambda s: make_masked("Pendulum-v1", "P")  # noqa: E731
+    a = recurrent_loop.train(RecurrentTD3.for_env, env_fn, params(), 420, seed=3)
+    b = recurrent_loop.train(RecurrentTD3.for_env, env_fn, params(), 420, seed=3)
     assert a["episode_returns"] == b["episode_returns"] and len(a["episode_returns"]) == 2
 
 
 def test_sac_discrete_update_trains_actor_critic_and_temperature():
-    from memrl.agents.recurrent_sac_discrete import RecurrentSACDiscrete
-
     th.manual_seed(0)
     rng = np.random.default_rng(0)
     buf = SequenceReplayBuffer(1000, seq_len=8, seed=0)
@@ -168,7 +169,6 @@ def test_sac_discrete_update_trains_actor_critic_and_temperature():
 
 
 def test_sac_discrete_with_memory_solves_a_short_t_maze():
-    from memrl.agents import recurrent_sac_discrete
     from memrl.envs.pomdp import PassiveTMaze
 
     p = params(
@@ -182,17 +182,16 @@ def test_sac_discrete_with_memory_solves_a_short_t_maze():
         train_freq=1,
         target_entropy_ratio=0.5,
     )
-    out = recurrent_sac_discrete.train(PassiveTMaze(3), p, 1500, seed=0)
+    out = recurrent_loop.train(RecurrentSACDiscrete.for_env, lambda s: PassiveTMaze(3), p, 1500, 0)
     r = np.array(out["episode_returns"])
     assert r[:50].mean() < 0.75  # starts near chance ...
     assert r[-50:].mean() > 0.8  # ... and recalls the cue 3 steps back
 
 
 def test_sac_discrete_refuses_continuous_actions():
-    from memrl.agents import recurrent_sac_discrete
-
     with pytest.raises(TypeError, match="Discrete"):
-        recurrent_sac_discrete.train(make_masked("Pendulum-v1", "V"), params(), 10, 0)
+        env_fn = lambda s: make_masked("Pendulum-v1", "V")  # noqa: E731
+        recurrent_loop.train(RecurrentSACDiscrete.for_env, env_fn, params(), 10, 0)
 
 
 def test_polyak_moves_every_target_tensor_by_tau():

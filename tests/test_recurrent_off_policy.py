@@ -2,8 +2,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from memrl.config import ConfigError, load_family
+from memrl.config import ConfigError
 from memrl.envs.registry import make, short_env
+from memrl.families import load_family
 from memrl.families.recurrent_off_policy import claims as ro
 from memrl.families.recurrent_off_policy import jobs, tables
 from memrl.families.recurrent_off_policy.params import parse_method
@@ -46,13 +47,18 @@ def test_make_registers_the_suites_pomdp_ids():
 def test_random_phase_of_the_t_maze_scores_chance():
     """Regression: the exploration generator must not replay the env's (seeded alike), or
     every random turn mirrors the cue and a random agent scores 0."""
-    from memrl.agents import recurrent_sac_discrete
+    from memrl.agents import recurrent_loop
+    from memrl.agents.contract import Evals
+    from memrl.agents.recurrent_sac_discrete import RecurrentSACDiscrete
 
     cfg = load_family("recurrent_off_policy", "smoke")
     p = cfg.agent_params("SACD-GRU", tmaze=True).model_copy(update={"learning_starts": 10_000})
     for seed in (0, 1):
-        env = make(jobs.TMAZE_ID, seed, length=2)
-        out = recurrent_sac_discrete.train(env, p, 2 * 200, seed, eval_episodes=4)
+
+        def env_fn(s):
+            return make(jobs.TMAZE_ID, s, length=2)
+
+        out = recurrent_loop.train(RecurrentSACDiscrete.for_env, env_fn, p, 400, seed, Evals(4))
         assert len(out["episode_returns"]) == 200 and len(out["eval_returns"]) == 4
         assert 0.35 < np.mean(out["episode_returns"]) < 0.65
 
@@ -260,7 +266,7 @@ def test_every_job_function_runs_its_smoke_job():
     """One smoke job per job function of the family (SAC, SAC-prev, RPPO, PPO-LSTM, RSAC,
     RTD3, SACD, the timing, the memory card), run in this process: each returns its row."""
     from memrl import families
-    from memrl.config import load_family
+    from memrl.families import load_family
     from memrl.jobs import resolve
 
     specs = families.get("recurrent_off_policy").grid(load_family("recurrent_off_policy", "smoke"))

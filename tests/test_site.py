@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from memrl import report
+from memrl.families import FAMILIES
 from memrl.families.recurrent_off_policy.card import card as memory_card
 from memrl.site import build, check
 from memrl.stats.claims import Claim, ClaimResult, Comparison
@@ -93,7 +94,7 @@ def results(tmp_path_factory):
     (root / "recurrent_off_policy" / "memory_card.json").write_text(
         json.dumps(memory_card(card_runs, reps=500))
     )
-    report.write(root)  # the report stage runs before the site
+    report.write(root, list(FAMILIES))  # the report stage runs before the site
     return root
 
 
@@ -120,6 +121,9 @@ def test_the_report_and_the_site_publish_the_memory_card(results, site):
     card = json.loads((results / "memory_card.json").read_text())  # beside the report
     assert [c["class"] for c in card["classes"]] == ["short-term", "long-term"]
     assert "## The memory card" in (results / "REPORT.md").read_text()
+    assert card["section"]["head"][0] == "core"  # its table as data: readers import no family
+    listed = report.contents(results)["families"]  # the registry's order, for the site
+    assert [f["name"] for f in listed] == [f.name for f in FAMILIES]
     index = (site / "index.html").read_text()
     assert "id='memory-card'" in index and "<td>long-term</td>" in index
     assert "<th>ms per training step</th>" in index and "<td>not timed</td>" in index

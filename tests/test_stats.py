@@ -192,6 +192,7 @@ def test_a_claim_names_known_arms_and_a_floor_or_why_not():
 
 
 def test_claim_row_and_report(tmp_path):
+    from memrl.families import FAMILIES
     from memrl.report import write as write_report
 
     claim = Claim(
@@ -220,7 +221,7 @@ def test_claim_row_and_report(tmp_path):
     assert set(row["comparisons"][0]["difference"]) == {"iqm", "ci_low", "ci_high"}
     (tmp_path / "experience_replay").mkdir()
     (tmp_path / "experience_replay" / "claims.json").write_text(json.dumps([row]))
-    write_report(tmp_path)
+    write_report(tmp_path, list(FAMILIES))
     md = (tmp_path / "REPORT.md").read_text()
     assert "| experience_replay | X-1 |" in md and "**reproduced**" in md
     rep = json.loads((tmp_path / "report.json").read_text())
@@ -244,10 +245,11 @@ def test_claim_row_and_report(tmp_path):
 
 
 def test_report_without_claims_fails(tmp_path):
+    from memrl.families import FAMILIES
     from memrl.report import write as write_report
 
     with pytest.raises(FileNotFoundError):
-        write_report(tmp_path)
+        write_report(tmp_path, list(FAMILIES))
 
 
 def test_per_axis_iqm_agrees_with_rliable():

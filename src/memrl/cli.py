@@ -65,7 +65,7 @@ def _value(text: str) -> Any:
 
 def family_params(family: str, profile: str, sets: list[str]) -> Any:
     """The family's validated parameters for ``profile`` with ``--set`` overrides."""
-    from memrl.config import load_family
+    from memrl.families import load_family
 
     return load_family(family, profile, overrides=overrides(sets))
 
@@ -131,7 +131,8 @@ def _estimate(names: list[str], profile: str, sets: list[str], fresh: bool = Fal
 def _run(a: argparse.Namespace) -> int:
     from memrl import families
     from memrl.config import ConfigError
-    from memrl.runs import RunStore, run_spec
+    from memrl.executors import run_spec
+    from memrl.runs import RunStore
     from memrl.runtime import cache_dir
 
     try:
@@ -177,24 +178,24 @@ def _run(a: argparse.Namespace) -> int:
 def _stage(a: argparse.Namespace) -> int:
     """A pipeline stage: Ctrl-C and SIGTERM stop it cleanly (finished jobs kept, published
     results unchanged); bad parameters or a missing model exit 2 with one message."""
-    from memrl import pipeline, report, runs
+    from memrl import executors, families, pipeline, report
     from memrl.config import ConfigError, check_profile
     from memrl.llm.server import ServerError
 
     # DVC ignores SIGINT while a stage runs and its children inherit that: take it back
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    runs.raise_on_sigterm()
+    executors.raise_on_sigterm()
     what = getattr(a, "family", a.verb)
     try:
         if a.verb == "report":
             results = a.results or Path("results/default")
-            print(f"wrote {report.write(results)}")
+            print(f"wrote {report.write(results, list(families.FAMILIES))}")
             return 0
         check_profile(a.profile)
         if a.verb == "params":
             print(f"wrote {pipeline.write_params(a.profile)}")
         elif a.verb == "runs":
-            print(f"{a.family}: {runs.run_family(a.family, a.profile, executor=a.executor)}")
+            print(f"{a.family}: {pipeline.run_stage(a.family, a.profile, a.executor)}")
         else:
             print(f"wrote {pipeline.run_notebook(a.family, a.profile)}")
     except (ConfigError, FileNotFoundError, ServerError) as err:  # bad parameters, a missing

@@ -13,16 +13,15 @@ The file names no profile: the caller chooses one (``PROFILE=smoke make repro``,
 One run may also change any value (``overrides``: the CLI's ``--set``, a notebook's
 ``overrides`` parameter), validated the same way. Each family declares a pydantic model of
 its parameters in ``memrl/families/<family>/params.py`` (shared blocks and types:
-:mod:`memrl.schema`);
-a wrong type, a non-positive budget or an unknown key fails here with one clear message
+:mod:`memrl.schema`); the families' registry (:mod:`memrl.families`) loads its sections
+through :func:`load_section`, so nothing here knows which families exist. A wrong type, a non-positive budget or an unknown key fails here with one clear message
 that names the offending key, never halfway through a run.
 """
 
 from __future__ import annotations
 
 import copy
-import importlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,21 +38,6 @@ class ConfigError(ValueError):
 
 
 # --------------------------------------------------------------------------- loading
-def families() -> list[str]:
-    """The known families, in report order (from :data:`memrl.families.FAMILIES`)."""
-    from memrl.families import NAMES
-
-    return list(NAMES)
-
-
-def family_schema(family: str) -> type[BaseModel]:
-    """The pydantic model of ``family``'s section (``memrl.families.<family>.params``)."""
-    known = families()
-    if family not in known:
-        raise ConfigError(f"unknown family '{family}'; known: {', '.join(known)}")
-    return importlib.import_module(f"memrl.families.{family}.params").FAMILY_PARAMS
-
-
 def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
     """Return ``base`` with ``override`` merged in (dicts recursively, all else replaced)."""
     out = copy.deepcopy(dict(base))
@@ -65,9 +49,12 @@ def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str
     return out
 
 
-def read_params(path: str | Path | None = None) -> dict[str, Any]:
+def read_params(
+    path: str | Path | None = None, sections: Sequence[str] | None = None
+) -> dict[str, Any]:
     """Read the raw params file (``params.yaml`` at the repo root by default); its top level
-    holds ``runtime`` and one section per family, nothing else."""
+    holds ``runtime`` and the ``sections`` named (the families), nothing else (unchecked
+    when ``sections`` is None)."""
     path = Path(path) if path is not None else repo_root() / "params.yaml"
     if not path.is_file():
         raise ConfigError(f"parameter file not found: {path}")
@@ -87,11 +74,11 @@ def read_params(path: str | Path | None = None) -> dict[str, Any]:
             "delete that line and choose the profile per run (PROFILE=smoke make repro, "
             "--profile smoke, or a notebook's `profile` parameter)"
         )
-    extra = set(raw) - {"runtime", *families()}
+    extra = set(raw) - {"runtime", *sections} if sections is not None else set()
     if extra:
         raise ConfigError(
             f"{path}: unknown top-level keys {sorted(extra)}; "
-            f"expected runtime and the families {', '.join(families())}"
+            f"expected runtime and the families {', '.join(sections or ())}"
         )
     return raw
 
@@ -205,24 +192,24 @@ def parse_overrides(overrides: Mapping[str, Any] | str | None) -> dict[str, Any]
     return dict(overrides)
 
 
-def load_family(
-    family: str,
+def load_section(
+    raw: Mapping[str, Any],
+    name: str,
+    schema: type[BaseModel],
     profile: str = "default",
-    path: str | Path | None = None,
     overrides: Mapping[str, Any] | str | None = None,
 ) -> Any:
-    """Load, merge and validate one family's parameters for ``profile``, with ``overrides``
-    (a mapping or YAML text, see :func:`apply_overrides`) put in before validation."""
-    schema = family_schema(family)
+    """Merge and validate section ``name`` of a params file (``raw``, from :func:`read_params`)
+    for ``profile``, with ``overrides`` (a mapping or YAML text, see :func:`apply_overrides`)
+    put in before validation against ``schema``."""
     check_profile(profile)
     overrides = parse_overrides(overrides)
-    raw = read_params(path)
-    section = raw.get(family)
+    section = raw.get(name)
     if not isinstance(section, dict) or "default" not in section:
-        raise ConfigError(f"params file has no '{family}.default' section")
+        raise ConfigError(f"params file has no '{name}.default' section")
     extra = set(section) - set(PROFILES)
     if extra:
-        raise ConfigError(f"'{family}' has unknown profile keys: {sorted(extra)}")
+        raise ConfigError(f"'{name}' has unknown profile keys: {sorted(extra)}")
     merged = section["default"]
     if profile != "default":
         merged = deep_merge(merged, section.get(profile) or {})
@@ -232,7 +219,7 @@ def load_family(
     try:
         return schema.model_validate(merged)
     except ValidationError as err:
-        raise ConfigError(_format_errors(family, where, err, schema)) from None
+        raise ConfigError(_format_errors(name, where, err, schema)) from None
 
 
 def load_runtime(path: str | Path | None = None) -> RuntimeParams:
@@ -243,43 +230,9 @@ def load_runtime(path: str | Path | None = None) -> RuntimeParams:
         raise ConfigError(_format_errors("runtime", "-", err, RuntimeParams)) from None
 
 
-def load_profile(profile: str, path: str | Path | None = None) -> dict[str, Any]:
-    """Every family's validated parameters for ``profile`` (``{family: params}``); all the
-    families' errors in one :class:`ConfigError`, not only the first one's."""
-    check_profile(profile)
-    load_runtime(path)
-    out, errors = {}, []
-    for family in families():
-        try:
-            out[family] = load_family(family, profile, path)
-        except ConfigError as err:
-            errors.append(str(err))
-    if errors:
-        raise ConfigError("\n".join(errors))
-    return out
-
-
 def resolved(runtime: RuntimeParams, cfgs: Mapping[str, BaseModel]) -> dict[str, Any]:
     """Validated parameters as plain data: the ``runtime`` block and one section per family."""
     return {
         "runtime": runtime.model_dump(mode="json"),
         **{family: cfg.model_dump(mode="json") for family, cfg in cfgs.items()},
     }
-
-
-def effective_params(profile: str, path: str | Path | None = None) -> dict[str, Any]:
-    """What ``profile`` runs with, every default and override resolved (what ``dvc params
-    diff`` compares): see :func:`resolved`."""
-    return resolved(load_runtime(path), load_profile(profile, path))
-
-
-def validate_all(path: str | Path | None = None) -> None:
-    """Validate every family under every profile (used by tests)."""
-    errors = []
-    for profile in PROFILES:
-        try:
-            load_profile(profile, path)
-        except ConfigError as err:
-            errors.append(str(err))
-    if errors:
-        raise ConfigError("\n".join(errors))

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from memrl.config import load_family
+from memrl.families import load_family
 from memrl.runtime import (
     atomic_dir,
     atomic_write_text,
@@ -116,7 +116,7 @@ def build_dialogues(profile: str = "default") -> Path:
 
 def build_tmaze() -> Path:
     """The oracle Passive T-Maze runs the memory card clones (deterministic, a second)."""
-    from memrl.agents.rate import ORACLE_DIR, save_oracle
+    from memrl.envs.tmaze_oracle import ORACLE_DIR, save_oracle
 
     return save_oracle(repo_root() / ORACLE_DIR)
 

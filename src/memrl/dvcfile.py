@@ -15,20 +15,11 @@ import yaml
 
 from memrl import families
 from memrl.config import PROFILES, check_profile
-from memrl.fingerprint import module_closure
+from memrl.fingerprint import imported_symbols, module_closure, symbol_files
+from memrl.profiles import pipeline_file, results_root
 from memrl.runtime import repo_root
 
 NOTEBOOK_OUTPUTS = ("figures", "tables")  # folders the notebook writes besides plots/
-
-
-def results_root(profile: str) -> str:
-    """The profile's results tree (repo-relative)."""
-    return f"results/{profile}"
-
-
-def pipeline_file(profile: str) -> str:
-    """The profile's ``dvc.yaml`` (repo-relative): the root one for ``default``."""
-    return "dvc.yaml" if profile == "default" else f"{results_root(profile)}/dvc.yaml"
 
 
 def _code(paths) -> list[str]:
@@ -43,6 +34,14 @@ def _uncached() -> dict[str, bool]:
     return {"cache": False, "persist": True}
 
 
+def notebook_sources(fam: families.Family) -> list[str]:
+    """Every source file ``fam``'s notebook stage runs code from: what its notebook imports
+    (from the jupytext twin) and the stage command, followed symbol by symbol (an agent's
+    config class, not the agent, when the family's schema names it)."""
+    notebook = repo_root() / "notebooks" / f"{fam.name}.py"
+    return symbol_files(imported_symbols(notebook) | {("memrl.pipeline", "run_notebook")})
+
+
 def dvc_yaml(profile: str = "default") -> dict[str, Any]:
     """``profile``'s pipeline, derived from :data:`memrl.families.FAMILIES`. Paths are
     repo-relative (a nested pipeline's stages run at the root: ``wdir``); its ``plots:``
@@ -54,7 +53,16 @@ def dvc_yaml(profile: str = "default") -> dict[str, Any]:
     # the stage commands: the command line, the pipeline, running and loading runs, the registry
     runner = [
         f"src/memrl/{m}.py"
-        for m in ("cli", "pipeline", "runs", "jobs", "fingerprint", "config", "profiles")
+        for m in (
+            "cli",
+            "pipeline",
+            "runs",
+            "executors",
+            "jobs",
+            "fingerprint",
+            "config",
+            "profiles",
+        )
     ]
     runner.append("src/memrl/families/__init__.py")
     schemas = [f"memrl.families.{f.name}.params" for f in families.FAMILIES]
@@ -86,10 +94,11 @@ def dvc_yaml(profile: str = "default") -> dict[str, Any]:
         stages[f] = {
             "cmd": f"{py} notebook {f} --profile {profile}",
             "deps": [f"notebooks/{f}.ipynb"]
-            + _code({*fam.analysis_sources(), *runner})
+            + _code({*notebook_sources(fam), *runner})
             + list(fam.data)
             + [fam.runs_dir(profile)],
-            "params": [{resolved: [f]}],
+            # the paper profile's values, which deviation texts set beside ours
+            "params": [{resolved: [f]}, {"params.yaml": [f"{f}.paper"]}],
             "outs": outs,
             "metrics": [{f"{out}/metrics": _uncached()}],  # one file per claim
         }
@@ -100,14 +109,17 @@ def dvc_yaml(profile: str = "default") -> dict[str, Any]:
                 "src/memrl/cli.py",
                 "src/memrl/report.py",
                 "src/memrl/families/__init__.py",
-                "src/memrl/families/recurrent_off_policy/card.py",  # the card's section
                 "src/memrl/stats/claims.py",
                 "src/memrl/stats/compare.py",
             }
         )
         + [f"{fam.results_dir(profile)}/claims.json" for fam in families.FAMILIES]
         + [f"{fam.results_dir(profile)}/{a}" for fam in families.FAMILIES for a in fam.artefacts],
-        "outs": [{f"{res}/REPORT.md": _uncached()}, {f"{res}/report.json": _uncached()}]
+        "outs": [
+            {f"{res}/REPORT.md": _uncached()},
+            {f"{res}/report.json": _uncached()},
+            {f"{res}/contents.json": _uncached()},
+        ]
         + [{f"{res}/{a}": _uncached()} for fam in families.FAMILIES for a in fam.artefacts],
     }
     here = "" if profile == "default" else f"{res}/"  # plots: relative to the dvc.yaml

@@ -22,25 +22,16 @@ slowdown of sharing the machine; they carry the machine's day-to-day noise (+-20
 from __future__ import annotations
 
 import heapq
-import json
-import re
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from memrl.jobs import JobSpec
-from memrl.runs import RunStore
+from memrl.runs import RunStore, decision_rates, job_group, rates, read_records, read_timings
 
-_SEED = re.compile(r" · (seed|run) \d+$")
 PUBLISHED = "published"  # a calibration source: the timings.json kept in git
-
-
-def job_group(label: str) -> str:
-    """A job's label without its seed or run number: the unit its speed is calibrated on."""
-    return _SEED.sub("", label)
 
 
 @dataclass(frozen=True)
@@ -133,89 +124,6 @@ def packed_wall(seconds: Iterable[float], workers: int) -> float:
     for s in sorted(seconds, reverse=True):
         heapq.heapreplace(free, free[0] + s)
     return max(free)
-
-
-def rates(records: Iterable[dict[str, Any]]) -> dict[str, list[float]]:
-    """Seconds per unit of declared cost, by job group, of stored records."""
-    out: dict[str, list[float]] = defaultdict(list)
-    for rec in records:
-        spec, seconds = rec.get("spec") or {}, rec.get("seconds")
-        cost, label = spec.get("cost"), spec.get("label")
-        if not label or not isinstance(seconds, int | float) or not cost or cost <= 0:
-            continue
-        out[job_group(label)].append(float(seconds) / float(cost))
-    return out
-
-
-def decision_rates(records: Iterable[dict[str, Any]]) -> dict[str, list[float]]:
-    """LLM decisions per unit of declared cost, by job group, of the records whose result
-    says how many decisions the job made (``result["llm"]["decisions"]``)."""
-    out: dict[str, list[float]] = defaultdict(list)
-    for rec in records:
-        spec, used = rec.get("spec") or {}, (rec.get("result") or {}).get("llm") or {}
-        cost, label, n = spec.get("cost"), spec.get("label"), used.get("decisions")
-        if label and cost and cost > 0 and isinstance(n, int) and n > 0:
-            out[job_group(label)].append(n / float(cost))
-    return out
-
-
-def timings(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    """A store's speed in the form kept in git: per job group, its jobs, their core-seconds
-    and the median seconds per unit of declared cost (what :func:`predict` prices from), and
-    for LLM jobs the median decisions per unit of cost (what a served model is priced by)."""
-    records = list(records)
-    seconds: dict[str, float] = defaultdict(float)
-    for rec in records:
-        label = (rec.get("spec") or {}).get("label")
-        if label and isinstance(rec.get("seconds"), int | float):
-            seconds[job_group(label)] += float(rec["seconds"])
-    decisions = decision_rates(records)
-    groups = {
-        g: {
-            "jobs": len(r),
-            "core_seconds": round(seconds[g], 1),
-            "seconds_per_cost": float(f"{statistics.median(r):.4g}"),
-        }
-        | (
-            {"decisions_per_cost": float(f"{statistics.median(decisions[g]):.4g}")}
-            if decisions.get(g)
-            else {}
-        )
-        for g, r in sorted(rates(records).items())
-    }
-    return {"groups": groups}
-
-
-def write_timings(path: str | Path, records: Sequence[dict[str, Any]]) -> None:
-    """Write :func:`timings` of ``records`` to ``path`` (atomically, stable bytes)."""
-    from memrl.runtime import atomic_write_text
-
-    atomic_write_text(
-        path, json.dumps(timings(records), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
-    )
-
-
-def read_timings(path: str | Path, field: str = "seconds_per_cost") -> dict[str, list[float]]:
-    """Published rates (:func:`write_timings`) as :func:`rates` gives them (``field``:
-    ``"decisions_per_cost"`` as :func:`decision_rates` gives them, for the groups that have
-    it); ``{}`` when the file is missing or unreadable (the estimate then falls back, it
-    never fails)."""
-    try:
-        groups = json.loads(Path(path).read_text())["groups"]
-        return {g: [float(v[field])] for g, v in groups.items() if field in v}
-    except (OSError, ValueError, KeyError, TypeError):
-        return {}
-
-
-def read_records(folder: str | Path) -> list[dict[str, Any]]:
-    """Every readable run record in a store folder (stale ones too: their speed still counts)."""
-    store, out = RunStore(folder), []
-    for key in sorted(store.keys()):
-        try:
-            out.append(json.loads((store.root / f"{key}.json").read_text()))
-        except (OSError, ValueError):
-            continue
-    return out
 
 
 def predict(

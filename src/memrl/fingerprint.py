@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import copy
 import hashlib
+import importlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
@@ -251,8 +252,12 @@ def closure(module: str, name: str) -> dict[Symbol, str]:
 @cache
 def job_code(fn: str) -> str:
     """The fingerprint of job function ``fn`` (``"module:function"``): a hash of every
-    symbol it runs (see :func:`closure`)."""
+    symbol it runs (see :func:`closure`). A name the module does not hold is an error (a
+    misspelt job function would otherwise hash its whole module)."""
     module, _, name = fn.partition(":")
+    m = _module(module)
+    if m is None or (name not in m.defs and not hasattr(importlib.import_module(module), name)):
+        raise LookupError(f"job function {fn!r}: {module} has no {name!r}")
     h = hashlib.sha256()
     for (mod, sym), dump in sorted(closure(module, name).items()):
         h.update(f"{mod}:{sym}\0{dump}\0".encode())

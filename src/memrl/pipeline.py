@@ -12,7 +12,7 @@ run never touches the default results. Its first stage, ``params``, validates ev
 family's parameters for the profile and writes them resolved to
 ``results/<profile>/params.yaml``: the stages depend on their family's section there, so DVC
 reruns exactly the stages whose effective parameters changed and ``dvc params diff`` shows
-them. ``runs`` executes the jobs its store lacks (:func:`memrl.runs.run_family`), removes
+them. ``runs`` prices, then executes the jobs its store lacks (:func:`run_stage`), removes
 results no longer in the grid and writes ``manifest.json`` last. ``notebook`` runs the
 family notebook with papermill into a staging folder and moves its outputs over the last
 good ones only when it succeeded, so a failed or interrupted stage never leaves half-written
@@ -33,15 +33,11 @@ from typing import Any
 import yaml
 
 from memrl import families
-from memrl.config import (
-    ConfigError,
-    check_profile,
-    load_family,
-    load_profile,
-    load_runtime,
-    resolved,
-)
-from memrl.dvcfile import pipeline_file, results_root
+from memrl.config import ConfigError, check_profile, load_runtime, resolved
+from memrl.executors import Executed
+from memrl.families import load_family, load_profile
+from memrl.profiles import pipeline_file, results_root
+from memrl.runs import write_timings
 from memrl.runtime import atomic_write_text, publish, repo_root
 
 
@@ -70,6 +66,23 @@ def write_params(profile: str) -> Path:
 
 
 # =========================================================================== stage runs_<family>
+def run_stage(family: str, profile: str = "default", executor: str | None = None) -> Executed:
+    """Stage ``runs_<family>``: price the jobs the profile's store lacks (from the stored and
+    published timings), run them, then write the store's speed beside the results (kept in
+    git: what a fresh clone's estimate prices from)."""
+    from memrl.estimate import estimate_family
+
+    fam = families.get(family)
+    cfg = load_family(family, profile)
+    store = fam.store(profile, fam.runs_dir(profile))
+    priced = estimate_family(family, profile, fam.grid(cfg), load_runtime().processes)
+    if priced.todo:  # with nothing to run, the executor's own count says so
+        print(priced.summary(), flush=True)
+    done = fam.run(cfg, profile, store, executor)
+    write_timings(repo_root() / fam.timings_path(profile), store.records())
+    return done
+
+
 # =========================================================================== stage <family>
 # the kernel's own log at ERROR: ipykernel warns on every start that its local TCP sockets are
 # unencrypted (they listen on 127.0.0.1 only); the notebook's own warnings still show

@@ -90,35 +90,6 @@ def forest(results: Sequence[ClaimResult | dict], ncols: int = 1):
     return fig
 
 
-def claim_intervals(results: Sequence[ClaimResult], figsize=(9, None)):
-    """One panel per claim: every compared method's IQM with its 95% CI."""
-    n = len(results)
-    fig, axes = plt.subplots(n, 1, figsize=(figsize[0], figsize[1] or 1.6 * n + 1), squeeze=False)
-    for ax, res in zip(axes[:, 0], results, strict=True):
-        names = list(res.estimates)
-        for i, name in enumerate(names):
-            e = res.estimates[name]
-            ax.errorbar(
-                e.iqm,
-                i,
-                xerr=[[e.iqm - e.ci_low], [e.ci_high - e.iqm]],
-                fmt="o",
-                color=verdict_color(res.decision.category) if name == res.ours else "tab:gray",
-                capsize=3,
-            )
-        lows = [res.estimates[k].ci_low for k in names]
-        highs = [res.estimates[k].ci_high for k in names]
-        if min(lows) > 0 and max(highs) / min(lows) > 100:  # e.g. update counts
-            ax.set_xscale("log")
-        ax.set_yticks(range(len(names)), names, fontsize=8)
-        ax.set_title(
-            f"{res.claim.claim_id}: {res.claim.metric}  —  {res.verdict}", fontsize=9, loc="left"
-        )
-        ax.grid(alpha=0.3, axis="x")
-    fig.tight_layout()
-    return fig
-
-
 def floor_band(ax, floor, label: str = "random policy (floor)", color: str = "0.35") -> None:
     """A floor (or ceiling) as a dotted line at its IQM over a grey band of its 95% CI."""
     if floor is None:

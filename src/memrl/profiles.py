@@ -1,4 +1,5 @@
-"""The profiles every family's parameters come in, and the check ``make`` runs first.
+"""The profiles every family's parameters come in, where each one's pipeline and results
+live, and the check ``make`` runs first.
 
     python src/memrl/profiles.py NAME     # exit 2 naming the profiles, unless NAME is one
 
@@ -16,6 +17,16 @@ PROFILES = ("smoke", "default", "paper")
 def unknown(name: str) -> str:
     """The message for a profile that is not one of :data:`PROFILES`."""
     return f"unknown profile '{name}'; choose one of {', '.join(PROFILES)}"
+
+
+def results_root(profile: str) -> str:
+    """The profile's results tree (repo-relative): each profile has its own."""
+    return f"results/{profile}"
+
+
+def pipeline_file(profile: str) -> str:
+    """The profile's ``dvc.yaml`` (repo-relative): the root one for ``default``."""
+    return "dvc.yaml" if profile == "default" else f"{results_root(profile)}/dvc.yaml"
 
 
 def main(argv: list[str]) -> int:

@@ -10,17 +10,40 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from memrl.families import FAMILIES
-from memrl.families import NAMES as FAMILY_ORDER  # the registry's order
 from memrl.runtime import atomic_write_json, atomic_write_text
-from memrl.stats.claims import INCONCLUSIVE, VERDICT_RULE, VERDICTS, share
+from memrl.stats.claims import INCONCLUSIVE, VERDICT_RULE, VERDICTS, comparison_text, share
 from memrl.stats.compare import MEASURED_RATES
 
 
-def load_rows(results: Path) -> list[dict[str, Any]]:
-    files = [results / f / "claims.json" for f in FAMILY_ORDER]
+class Listed(Protocol):
+    """What the report needs of a family (:class:`memrl.families.Family` is one): its name,
+    its title and the files its notebook publishes beside the report."""
+
+    name: str
+    title: str
+    artefacts: tuple[str, ...]
+
+
+CONTENTS = "contents.json"  # the report's families (order, titles) and sections, for the site
+
+
+def contents(results: Path) -> dict[str, Any]:
+    """What :func:`write` published: ``{"families": [{name, title}], "sections": [file]}``
+    (empty lists before the report stage ran)."""
+    path = Path(results) / CONTENTS
+    return json.loads(path.read_text()) if path.is_file() else {"families": [], "sections": []}
+
+
+def load_rows(results: Path, order: list[str] | None = None) -> list[dict[str, Any]]:
+    """Every family's ``claims.json`` under ``results``, in ``order`` (default: the order
+    the report stage published, else the folders' names)."""
+    results = Path(results)
+    if order is None:
+        order = [f["name"] for f in contents(results)["families"]]
+        order = order or sorted(p.parent.name for p in results.glob("*/claims.json"))
+    files = [results / f / "claims.json" for f in order]
     files = [f for f in files if f.is_file()]
     if not files:
         raise FileNotFoundError(
@@ -34,8 +57,8 @@ def load_rows(results: Path) -> list[dict[str, Any]]:
     def key(r: dict[str, Any]) -> tuple[int, str, int]:
         fam = r["family"]
         prefix, _, number = r["claim_id"].rpartition("-")  # RO-10 after RO-9, not RO-1
-        order = FAMILY_ORDER.index(fam) if fam in FAMILY_ORDER else 99
-        return (order, prefix, int(number) if number.isdigit() else 0)
+        rank = order.index(fam) if fam in order else 99
+        return (rank, prefix, int(number) if number.isdigit() else 0)
 
     return sorted(rows, key=key)
 
@@ -53,7 +76,7 @@ def _reasons(rows: list[dict[str, Any]]) -> dict[str, int]:
     out: dict[str, int] = {}
     for r in rows:
         if r["category"] == INCONCLUSIVE and r.get("reason"):
-            key = f"{INCONCLUSIVE} ({r['reason'].split(':')[0]})"
+            key = f"{INCONCLUSIVE} ({r['reason']})"
             out[key] = out.get(key, 0) + 1
     return out
 
@@ -63,21 +86,6 @@ def trend_text(r: dict[str, Any]) -> str:
     if not r.get("trends"):
         return r.get("trend_note") or "none"
     return "; ".join(f"{t['direction']} ({t['heading']})" for t in r["trends"])
-
-
-def comparison_text(c: dict[str, Any]) -> str:
-    """``A > B: +12.3 [+4.1, +20.2] holds`` (with ``δ`` for a matches test and the reason
-    of an undecided one)."""
-    d = c["difference"]
-    margin = f", δ {_fmt(c['margin'])}" if c.get("margin") is not None else ""
-    reason = c.get("reason") or ""
-    why = " (both at the floor)" if reason == "floor" else f" ({reason})" if reason else ""
-    at = c.get("at_margin") or {}
-    sens = f" (at δ/2: {at['0.5δ']}; at 2δ: {at['2δ']})" if at else ""
-    return (
-        f"{c['text']}: {d['iqm']:+.4g} [{d['ci_low']:+.4g}, {d['ci_high']:+.4g}]{margin} "
-        f"{c['outcome']}{why}{sens}"
-    )
 
 
 def floor_text(r: dict[str, Any]) -> str:
@@ -103,30 +111,27 @@ def verdict_text(r: dict[str, Any]) -> str:
     return f"**{r['verdict']}**{scope}"
 
 
-def card_section(results: Path) -> str:
-    """The memory card (``memory_card.json``) as a Markdown section, when there is one."""
-    from memrl.families.recurrent_off_policy.card import summary
+def sections(results: Path, names: list[str] | None = None) -> list[dict[str, Any]]:
+    """The sections the families published beside the report (an artefact JSON with a
+    ``section``: title, text, table head and body, figure), as they wrote them."""
+    names = contents(results)["sections"] if names is None else names
+    out = []
+    for name in names:
+        path = Path(results) / name
+        data = json.loads(path.read_text()) if path.is_file() else {}
+        if data.get("section"):
+            out.append(data["section"])
+    return out
 
-    path = results / "memory_card.json"  # published beside the report by :func:`write`
-    card = json.loads(path.read_text()) if path.is_file() else {}
-    if not card.get("rows"):
-        return ""
-    head, body = summary(card)
-    lines = [
-        "",
-        "## The memory card",
-        "",
-        "Every model trained by behaviour cloning of oracle Passive T-Maze runs with one "
-        f"context K, scored at correlation horizons ξ; success IQM [95% CI] over seeds. Rule: "
-        f"{card['rule']}.",
-        "",
-        "| " + " | ".join(head) + " |",
-        "|" + "---|" * len(head),
-    ]
-    lines += ["| " + " | ".join(row) + " |" for row in body]
-    figure = "recurrent_off_policy/figures/memory_card.png"
-    if (results / figure).is_file():
-        lines += ["", f"![success against xi / K for every core]({figure})"]
+
+def section_markdown(results: Path, sec: dict[str, Any]) -> str:
+    """One published section as Markdown: heading, paragraph, table and its figure."""
+    head = sec["head"]
+    lines = ["", f"## {sec['title']}", "", sec["text"], "", "| " + " | ".join(head) + " |"]
+    lines += ["|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(row) + " |" for row in sec["body"]]
+    if sec.get("figure") and (Path(results) / sec["figure"]).is_file():
+        lines += ["", f"![{sec.get('figure_alt', '')}]({sec['figure']})"]
     return "\n".join(lines)
 
 
@@ -267,9 +272,11 @@ def control_text(pc: dict, detail: bool = True) -> str:
     return out
 
 
-def write(results: Path) -> Path:
-    """``REPORT.md`` and ``report.json`` for a profile's results folder (the report stage)."""
-    rows = load_rows(results)
+def write(results: Path, families: list[Listed]) -> Path:
+    """``REPORT.md``, ``report.json`` and ``contents.json`` for a profile's results folder
+    (the report stage), the claims in the order of ``families``."""
+    results = Path(results)
+    rows = load_rows(results, [f.name for f in families])
     report = [
         {
             k: r[k]
@@ -298,6 +305,7 @@ def write(results: Path) -> Path:
                 "machine_dependent",
                 "category",
                 "reason",
+                "detail",
                 "conditions",
                 "multiplicity",
             )
@@ -311,9 +319,14 @@ def write(results: Path) -> Path:
         for r in rows
     ]
     atomic_write_json(results / "report.json", report)
-    for fam in FAMILIES:  # e.g. the memory card, published beside the report
+    published = []
+    for fam in families:  # e.g. the memory card, published beside the report
         for name in fam.artefacts:
             if (results / fam.name / name).is_file():
                 atomic_write_text(results / name, (results / fam.name / name).read_text())
-    atomic_write_text(results / "REPORT.md", render(rows) + card_section(results) + "\n")
+                published.append(name)
+    listed = [{"name": f.name, "title": f.title} for f in families]
+    atomic_write_json(results / CONTENTS, {"families": listed, "sections": published})
+    extra = "".join(section_markdown(results, sec) for sec in sections(results, published))
+    atomic_write_text(results / "REPORT.md", render(rows) + extra + "\n")
     return results / "REPORT.md"

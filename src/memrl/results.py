@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from memrl.runtime import atomic_path, atomic_write_json, repo_root
-from memrl.stats.claims import ClaimResult, share
+from memrl.stats.claims import ClaimResult, comparison_text, share
 
 # for `dvc metrics`: an inconclusive verdict is no score (null), not a low one
 VERDICT_SCORE = {"reproduced": 1.0, "partially": 0.5, "inconclusive": None, "not reproduced": 0.0}
@@ -103,12 +103,6 @@ def claims_table(rows: Sequence[ClaimResult], digits: int = 3) -> pd.DataFrame:
     def g(x: float) -> str:
         return f"{x:.{digits}g}"
 
-    def judged(o) -> str:
-        d = o.judgement.difference
-        m = f", δ {g(o.judgement.margin)}" if o.judgement.margin is not None else ""
-        why = f" ({o.judgement.reason})" if o.judgement.reason else ""
-        return f"{o.comparison}: {g(d.iqm)} [{g(d.ci_low)}, {g(d.ci_high)}]{m} {o.outcome}{why}"
-
     def floor(r: ClaimResult) -> str:
         name = next((c.floor for c in r.comparisons if c.floor), None)
         return f"{name}: {g(r.estimates[name].iqm)}" if name else f"none ({r.floor_reason})"
@@ -119,7 +113,9 @@ def claims_table(rows: Sequence[ClaimResult], digits: int = 3) -> pd.DataFrame:
                 "claim": r.claim.claim_id,
                 "ours": r.ours,
                 "IQM [95% CI]": f"{g(e.iqm)} [{g(e.ci_low)}, {g(e.ci_high)}]",
-                "comparisons: A − B [95% CI]": "; ".join(judged(o) for o in r.outcomes),
+                "comparisons: A − B [95% CI]": "; ".join(
+                    comparison_text(o.as_dict(), digits) for o in r.outcomes
+                ),
                 "floor": floor(r),
                 "seeds": r.n_seeds,
                 "coverage": share(r.coverage),

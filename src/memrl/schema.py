@@ -7,6 +7,7 @@ from these types; an agent's hyperparameters are a block like :class:`DQNParams`
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
@@ -56,3 +57,18 @@ class RuntimeParams(StrictModel):
         if self.workers == "auto":
             return max(1, available_cores() // self.torch_threads)
         return self.workers
+
+
+def beside_paper(ours: BaseModel, paper: BaseModel, fields: Sequence[str]) -> str:
+    """Our values of ``fields`` beside the ``paper`` profile's, where they differ:
+    ``hidden_size 64 (paper 128), lr 0.001 (paper 0.0003)``; the papers' values are typed once,
+    in ``params.yaml``'s ``paper`` profile."""
+
+    def text(v: object) -> str:
+        return f"{v:g}" if isinstance(v, float) else str(v)
+
+    out = []
+    for name in fields:
+        a, b = getattr(ours, name), getattr(paper, name)
+        out.append(f"{name} {text(a)}" + ("" if a == b else f" (paper {text(b)})"))
+    return ", ".join(out)

@@ -15,24 +15,22 @@ local link and image resolves and that nothing is loaded from elsewhere.
 from __future__ import annotations
 
 import html
-import json
 import re
 import shutil
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from memrl.families import FAMILIES
 from memrl.report import (
-    comparison_text,
     conditions_text,
+    contents,
     control_text,
     floor_text,
     load_rows,
+    sections,
     trend_text,
 )
 from memrl.runtime import publish
-from memrl.stats.claims import VERDICTS
+from memrl.stats.claims import VERDICTS, comparison_text
 
 CLAIMS_ANCHOR = "Claims"  # the notebooks' "## Claims" heading, as nbconvert ids it
 CLAIM_FIGURES = ("claims", "trends")  # the figures a claim's row links (its family page has all)
@@ -55,10 +53,11 @@ pre { background: #f6f8fa; padding: 0.5rem; overflow-x: auto; font-size: 0.8rem;
 """
 
 
-def page(title: str, body: str, pages: Iterable[str]) -> str:
-    """A page of the site; the navigation links every family page in ``pages``."""
+def page(title: str, body: str, pages: dict[str, str]) -> str:
+    """A page of the site; the navigation links every family page in ``pages`` (name ->
+    title)."""
     links = " ".join(
-        f'<a href="{f.name}.html">{html.escape(f.title)}</a>' for f in FAMILIES if f.name in pages
+        f'<a href="{name}.html">{html.escape(title)}</a>' for name, title in pages.items()
     )
     return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
@@ -83,28 +82,23 @@ def _estimate(e: dict[str, Any]) -> str:
     return f"{e['iqm']:.4g} [{e['ci_low']:.4g}, {e['ci_high']:.4g}]"
 
 
-def card_html(card: dict[str, Any], figure: str = "") -> str:
-    """The memory card's table (``memory_card.json``) and its figure, or nothing."""
-    from memrl.families.recurrent_off_policy.card import summary
-
-    if not card.get("rows"):
-        return ""
-    head, body = summary(card)
+def section_html(sec: dict[str, Any], figure: str = "") -> str:
+    """A section a family published beside the report (its table and figure; see
+    :func:`memrl.report.sections`)."""
     return (
-        "<h2 id='memory-card'>The memory card: what each core remembers</h2>"
-        f"<p>Success IQM [95% CI] over seeds at each correlation horizon ξ, context K fixed; "
-        f"{html.escape(card['rule'])}.</p>"
+        f"<h2 id='{html.escape(sec['id'])}'>{html.escape(sec['title'])}</h2>"
+        f"<p>{html.escape(sec['text'])}</p>"
         "<table><thead><tr>"
-        + "".join(f"<th>{html.escape(h)}</th>" for h in head)
+        + "".join(f"<th>{html.escape(h)}</th>" for h in sec["head"])
         + "</tr></thead><tbody>"
         + "".join(
-            "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in body
+            "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
+            for row in sec["body"]
         )
         + "</tbody></table>"
         + (
-            f"<figure><img src='{figure}' alt='success against xi / K for every core'>"
-            "<figcaption>Success against ξ / K: IQM over seeds with its 95% CI; chance 0.5, "
-            "ξ = K dashed.</figcaption></figure>"
+            f"<figure><img src='{figure}' alt='{html.escape(sec.get('figure_alt', ''))}'>"
+            f"<figcaption>{html.escape(sec.get('caption', ''))}</figcaption></figure>"
             if figure
             else ""
         )
@@ -113,9 +107,9 @@ def card_html(card: dict[str, Any], figure: str = "") -> str:
 
 def index(
     rows: list[dict[str, Any]],
-    pages: set[str],
+    pages: dict[str, str],
     figures: dict[str, list[str]],
-    card: dict[str, Any] | None = None,
+    extra: list[dict[str, Any]] | None = None,
 ) -> str:
     """The claims table: one row per claim, links to its family's page and figures."""
     counts = {v: n for v in VERDICTS if (n := sum(r["category"] == v for r in rows))}
@@ -190,10 +184,10 @@ def index(
         ]
         lines.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     lines.append("</tbody></table>")
-    card_figure = [
-        f for f in figures.get("recurrent_off_policy", []) if f.endswith("/memory_card.png")
-    ]
-    lines.append(card_html(card or {}, card_figure[0] if card_figure else ""))
+    for sec in extra or []:  # e.g. the memory card; its figure as copied beside the pages
+        fam, _, name = sec.get("figure", "").partition("/figures/")
+        figure = f"figures/{fam}/{name}"
+        lines.append(section_html(sec, figure if figure in figures.get(fam, []) else ""))
     return page("memrl — claims", "\n".join(lines), pages)
 
 
@@ -213,7 +207,7 @@ def _forest(rows: list[dict[str, Any]], path: Path) -> None:
     plt.close(fig)
 
 
-def notebook_page(ipynb: Path, title: str, pages: Iterable[str]) -> str:
+def notebook_page(ipynb: Path, title: str, pages: dict[str, str]) -> str:
     """An executed notebook as a page: nbconvert's ``basic`` template (no scripts, images
     as data URIs) in our own shell."""
     import nbformat
@@ -229,29 +223,29 @@ def build(results: Path, out: Path) -> Path:
     """Write the site for ``results`` into ``out`` (replaced whole, only once complete)."""
 
     rows = load_rows(results)
+    listed = contents(results)["families"] or [
+        {"name": r["family"], "title": r["family"]} for r in rows
+    ]
+    titles = {f["name"]: f["title"] for f in listed}
     staging = out.parent / f".{out.name}.staging"
     shutil.rmtree(staging, ignore_errors=True)
     tmp = staging / out.name
     tmp.mkdir(parents=True)
     try:
-        notebooks = {f.name: results / f.name / f"{f.name}.ipynb" for f in FAMILIES}
-        pages = {name for name, nb in notebooks.items() if nb.is_file()}
+        notebooks = {name: results / name / f"{name}.ipynb" for name in titles}
+        pages = {name: titles[name] for name, nb in notebooks.items() if nb.is_file()}
         figures: dict[str, list[str]] = {}
-        for fam in FAMILIES:
-            if fam.name in pages:
-                html_page = notebook_page(notebooks[fam.name], fam.title, pages)
-                (tmp / f"{fam.name}.html").write_text(html_page)
-            src = results / fam.name / "figures"
+        for name in titles:
+            if name in pages:
+                html_page = notebook_page(notebooks[name], titles[name], pages)
+                (tmp / f"{name}.html").write_text(html_page)
+            src = results / name / "figures"
             if src.is_dir():
-                dst = tmp / "figures" / fam.name
+                dst = tmp / "figures" / name
                 shutil.copytree(src, dst)
-                figures[fam.name] = sorted(
-                    f"figures/{fam.name}/{p.name}" for p in dst.glob("*.png")
-                )
+                figures[name] = sorted(f"figures/{name}/{p.name}" for p in dst.glob("*.png"))
         _forest(rows, tmp / "forest.png")
-        card_file = results / "memory_card.json"
-        card = json.loads(card_file.read_text()) if card_file.is_file() else {}
-        (tmp / "index.html").write_text(index(rows, pages, figures, card))
+        (tmp / "index.html").write_text(index(rows, pages, figures, sections(results)))
         publish(staging, out.parent)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -31,7 +31,7 @@ LSTM's backward was 3x slower on this CPU). ``benchmarks/lstm_ppo.py`` compares 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Annotated, Any, Literal, NamedTuple
 
 import numpy as np
@@ -41,6 +41,8 @@ from stable_baselines3.common.running_mean_std import RunningMeanStd
 from torch import nn
 from torch.nn import functional as F
 
+from memrl.agents import contract
+from memrl.agents.contract import NO_EVALS, EnvFn, Evals, TrainLog
 from memrl.agents.nets import mlp
 from memrl.runtime import get_device
 from memrl.schema import PosFloat, PosInt, Prob, StrictModel
@@ -214,23 +216,24 @@ def gae(rewards, values, next_value, starts_next, gamma: float, lam: float):
 
 
 def train(
-    make_env,
+    env_fn: EnvFn,
     p: RecurrentPPOParams,
     total_steps: int,
     seed: int,
-    eval_episodes: int = 0,
-    eval_env: Any = None,
-    eval_at: Sequence[int] = (),
-    check_env: Any = None,
-) -> dict[str, Any]:
-    """Train LSTM-PPO on ``p.n_envs`` envs from ``make_env(i)`` for ``total_steps`` env
-    steps (summed over envs; rounded up to whole rollouts, as SB3); returns per-episode logs
-    (lengths: global steps between successive episode ends, as the SB3 wrapper), the greedy
-    policy's returns on ``eval_env`` after training, and on ``check_env`` after each step
-    count in ``eval_at`` (an env of its own: training is the same with or without them)."""
+    evals: Evals = NO_EVALS,
+) -> TrainLog:
+    """Train LSTM-PPO on ``p.n_envs`` envs ``env_fn(seed + i)`` (as SB3's ``make_vec_env``)
+    for ``total_steps`` env steps (summed over envs; rounded up to whole rollouts, as SB3);
+    returns per-episode logs (lengths: global steps between successive episode ends, as the
+    SB3 wrapper), the greedy policy's returns after training (``env_fn(seed +
+    EVAL_SEED_OFFSET)``) and after each step count of ``evals.at`` (an env of its own:
+    training is the same with or without them)."""
+    eval_episodes, eval_at = evals.episodes, evals.at
+    eval_env = env_fn(seed + contract.EVAL_SEED_OFFSET)
+    check_env = env_fn(seed + contract.CHECKPOINT_SEED_OFFSET)
     th.manual_seed(seed)
     device = get_device()
-    envs = [make_env(i) for i in range(p.n_envs)]
+    envs = [env_fn(seed + i) for i in range(p.n_envs)]
     obs_dim = int(np.prod(envs[0].observation_space.shape))
     n_act = int(envs[0].action_space.n)
     actor = Branch(obs_dim, p.lstm_hidden_size, list(p.net_arch), n_act).to(device)
@@ -327,13 +330,10 @@ def train(
         for _ in range(p.n_epochs):
             for idx in th.randperm(n).split(seg_per_batch):
                 update(actor, critic, opt, params, ro, idx, p.clip_range * left, p.ent_coef)
-    evals = []
-    if eval_env is not None:
-        evals = evaluate(actor, eval_env, eval_episodes, device, observe)
     return {
         "episode_returns": returns,
         "episode_lengths": np.diff([0, *ends]).tolist(),
-        "eval_returns": evals,
+        "eval_returns": evaluate(actor, eval_env, eval_episodes, device, observe),
         "checkpoint_returns": checkpoint_returns,
     }
 

@@ -17,13 +17,12 @@ scans fewer.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import Annotated
 
 import numpy as np
 from pydantic import Field
 
-from memrl.envs.registry import make
+from memrl.agents.contract import NO_EVALS, EnvFn, Evals, TrainLog
 from memrl.memory.episodic import EpisodicMemory
 from memrl.schema import PosInt, Prob, StrictModel
 
@@ -112,11 +111,12 @@ class MFEC:
 
 
 def train(
-    env_id: str, p: MFECParams, total_steps: int, seed: int, memory_at: Sequence[int] = ()
-) -> dict[str, Any]:
-    """Run MFEC for ``total_steps`` environment steps; returns per-episode logs and memory
-    stats (``memory_sizes``: keys stored after each step count in ``memory_at``)."""
-    env = make(env_id, seed)
+    env_fn: EnvFn, p: MFECParams, total_steps: int, seed: int, evals: Evals = NO_EVALS
+) -> TrainLog:
+    """Run MFEC for ``total_steps`` environment steps on ``env_fn(seed)``; returns
+    per-episode logs and memory stats (``memory_sizes``: keys stored at each step count of
+    ``evals.at``, then at the end). MFEC has no greedy evaluation."""
+    env = env_fn(seed)
     agent = MFEC(int(np.prod(env.observation_space.shape)), env.action_space.n, p, seed)
     obs, _ = env.reset(seed=seed)
     keys: list[np.ndarray] = []
@@ -124,7 +124,7 @@ def train(
     rewards: list[float] = []
     returns, lengths = [], []
     decay_steps = int(p.exploration_fraction * total_steps)
-    record, sizes = set(memory_at), []
+    record, sizes = set(evals.at), []
     for step in range(total_steps):
         if step in record:
             sizes.append(agent.memory_size)
@@ -146,7 +146,7 @@ def train(
         "episode_returns": returns,
         "episode_lengths": lengths,
         "memory_size": agent.memory_size,
-        "memory_sizes": sizes,
+        "memory_sizes": [*sizes, agent.memory_size],
         "scanned_per_step": agent.scanned / total_steps,
         "lookup_seconds": agent.lookup_seconds,
     }

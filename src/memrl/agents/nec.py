@@ -23,8 +23,8 @@ import torch as th
 from pydantic import Field
 from torch import nn
 
+from memrl.agents.contract import NO_EVALS, EnvFn, Evals, TrainLog
 from memrl.agents.mfec import greedy, linear_epsilon
-from memrl.envs.registry import make
 from memrl.memory.dnd import DND
 from memrl.schema import NonNegInt, PosFloat, PosInt, Prob, StrictModel
 
@@ -86,11 +86,14 @@ class NStepReturns:
         return [self._target(bootstrap) for _ in range(len(self.pending))]
 
 
-def train(env_id: str, p: NECParams, total_steps: int, seed: int) -> dict[str, Any]:
-    """Run NEC for ``total_steps`` environment steps; returns per-episode logs."""
+def train(
+    env_fn: EnvFn, p: NECParams, total_steps: int, seed: int, evals: Evals = NO_EVALS
+) -> TrainLog:
+    """Run NEC for ``total_steps`` environment steps on ``env_fn(seed)``; returns per-episode
+    logs (no greedy evaluation: ``evals`` is not used)."""
     th.manual_seed(seed)
     rng = np.random.default_rng(seed)
-    env = make(env_id, seed)
+    env = env_fn(seed)
     n_actions = env.action_space.n
     obs_shape = env.observation_space.shape
     net = embedding_network(obs_shape, p.key_dim)

@@ -1,4 +1,6 @@
-"""The environment loop recurrent off-policy agents share (recurrent SAC, recurrent TD3).
+"""The environment loop recurrent off-policy agents share (recurrent SAC, recurrent TD3,
+recurrent SAC-discrete), and their one ``train`` (:func:`train`, the agent contract of
+:mod:`memrl.agents.contract`; each agent gives its constructor for an env, ``for_env``).
 
 Acting runs the agent's actor encoder in step mode on ``[o_t, a_{t-1}, r_{t-1}]``
 (the state follows the history even during the initial random steps); finished
@@ -19,7 +21,9 @@ import numpy as np
 import torch as th
 from pydantic import Field
 
+from memrl.agents.contract import CHECKPOINT_SEED_OFFSET, NO_EVALS, EnvFn, Evals, TrainLog
 from memrl.memory.sequence import SequenceReplayBuffer
+from memrl.runtime import get_device
 from memrl.schema import NonNegInt, PosFloat, PosInt, Prob, StrictModel
 
 
@@ -56,6 +60,30 @@ class RecurrentAgent(Protocol):
     def act(self, h: th.Tensor, explore: bool) -> np.ndarray: ...
 
     def update(self, batch) -> dict[str, float]: ...
+
+
+class AgentFor(Protocol):
+    """An agent's constructor for ``env``'s spaces (e.g. ``RecurrentSAC.for_env``)."""
+
+    def __call__(self, env: gym.Env, p: RecurrentParams, seed: int, device: str) -> Any: ...
+
+
+def train(
+    agent_for: AgentFor,
+    env_fn: EnvFn,
+    p: RecurrentParams,
+    steps: int,
+    seed: int,
+    evals: Evals = NO_EVALS,
+) -> TrainLog:
+    """Train the agent ``agent_for`` builds on ``env_fn(seed)`` for ``steps`` env steps
+    (:func:`run`), checkpoint evaluations on ``env_fn(seed + CHECKPOINT_SEED_OFFSET)``; torch
+    seeded with ``seed`` just before the agent is built."""
+    env = env_fn(seed)
+    check_env = env_fn(seed + CHECKPOINT_SEED_OFFSET)
+    th.manual_seed(seed)
+    agent = agent_for(env, p, seed, get_device())
+    return run(agent, env, p, steps, seed, evals.episodes, check_env, evals.at)
 
 
 def run(

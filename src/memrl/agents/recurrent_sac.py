@@ -20,7 +20,6 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -30,7 +29,6 @@ from torch.nn import functional as F
 
 from memrl.agents import recurrent_loop
 from memrl.agents.nets import adam, mlp, optimise, polyak
-from memrl.runtime import get_device
 
 LOG_STD_MIN, LOG_STD_MAX = -5.0, 2.0
 
@@ -53,6 +51,15 @@ class Actor(nn.Module):
 
 class RecurrentSAC:
     """Networks, optimisers and the update rule (the environment loop is :func:`train`)."""
+
+    @classmethod
+    def for_env(
+        cls, env: gym.Env, p: recurrent_loop.RecurrentParams, seed: int, device: str
+    ) -> RecurrentSAC:
+        """The agent for a continuous-action ``env`` (trained by
+        :func:`~memrl.agents.recurrent_loop.train`)."""
+        obs_dim = int(np.prod(env.observation_space.shape))
+        return cls(obs_dim, int(np.prod(env.action_space.shape)), p, device)
 
     def __init__(
         self, obs_dim: int, act_dim: int, p: recurrent_loop.RecurrentParams, device: str = "cpu"
@@ -165,20 +172,3 @@ class RecurrentSAC:
             "actor_loss": actor_loss.item(),
             "alpha": alpha.item(),
         }
-
-
-def train(
-    env: gym.Env,
-    p: recurrent_loop.RecurrentParams,
-    total_steps: int,
-    seed: int,
-    eval_episodes: int = 0,
-    **evals: Any,
-) -> dict[str, Any]:
-    """Run recurrent SAC on a continuous-action ``env``; returns per-episode logs
-    (``evals``: checkpoint evaluations, see :func:`~memrl.agents.recurrent_loop.run`)."""
-    th.manual_seed(seed)
-    obs_dim = int(np.prod(env.observation_space.shape))
-    act_dim = int(np.prod(env.action_space.shape))
-    agent = RecurrentSAC(obs_dim, act_dim, p, get_device())
-    return recurrent_loop.run(agent, env, p, total_steps, seed, eval_episodes, **evals)

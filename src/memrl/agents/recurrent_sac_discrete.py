@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -29,11 +28,21 @@ from torch.nn import functional as F
 
 from memrl.agents import recurrent_loop
 from memrl.agents.nets import adam, mlp, optimise, polyak
-from memrl.runtime import get_device
 
 
 class RecurrentSACDiscrete:
     """Networks, optimisers and the update rule (the environment loop is shared)."""
+
+    @classmethod
+    def for_env(
+        cls, env: gym.Env, p: recurrent_loop.RecurrentParams, seed: int, device: str
+    ) -> RecurrentSACDiscrete:
+        """The agent for a discrete-action ``env`` (trained by
+        :func:`~memrl.agents.recurrent_loop.train`)."""
+        if not isinstance(env.action_space, gym.spaces.Discrete):
+            raise TypeError(f"SAC-discrete needs a Discrete action space, not {env.action_space}")
+        obs_dim = int(np.prod(env.observation_space.shape))
+        return cls(obs_dim, int(env.action_space.n), p, device)
 
     def __init__(
         self, obs_dim: int, n_actions: int, p: recurrent_loop.RecurrentParams, device: str = "cpu"
@@ -103,21 +112,3 @@ class RecurrentSACDiscrete:
             "actor_loss": actor_loss.item(),
             "alpha": alpha.item(),
         }
-
-
-def train(
-    env: gym.Env,
-    p: recurrent_loop.RecurrentParams,
-    total_steps: int,
-    seed: int,
-    eval_episodes: int = 0,
-    **evals: Any,
-) -> dict[str, Any]:
-    """Run recurrent SAC-discrete on a discrete-action ``env``; returns per-episode logs
-    (``evals``: checkpoint evaluations, see :func:`~memrl.agents.recurrent_loop.run`)."""
-    if not isinstance(env.action_space, gym.spaces.Discrete):
-        raise TypeError(f"SAC-discrete needs a Discrete action space, not {env.action_space}")
-    th.manual_seed(seed)
-    obs_dim = int(np.prod(env.observation_space.shape))
-    agent = RecurrentSACDiscrete(obs_dim, int(env.action_space.n), p, get_device())
-    return recurrent_loop.run(agent, env, p, total_steps, seed, eval_episodes, **evals)

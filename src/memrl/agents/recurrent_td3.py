@@ -19,7 +19,6 @@ the Q heads' and the actor head's targets (:meth:`RecurrentTD3.update_shared`).
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -28,11 +27,21 @@ from torch import nn
 
 from memrl.agents import recurrent_loop
 from memrl.agents.nets import adam, mlp, optimise, polyak
-from memrl.runtime import get_device
 
 
 class RecurrentTD3:
     """Networks, optimisers and the update rule (the environment loop is shared)."""
+
+    @classmethod
+    def for_env(
+        cls, env: gym.Env, p: recurrent_loop.RecurrentParams, seed: int, device: str
+    ) -> RecurrentTD3:
+        """The agent for a continuous-action ``env``, its exploration noise seeded with
+        ``seed`` (trained by :func:`~memrl.agents.recurrent_loop.train`)."""
+        obs_dim = int(np.prod(env.observation_space.shape))
+        agent = cls(obs_dim, int(np.prod(env.action_space.shape)), p, device)
+        agent.noise.manual_seed(seed)
+        return agent
 
     def __init__(
         self, obs_dim: int, act_dim: int, p: recurrent_loop.RecurrentParams, device: str = "cpu"
@@ -146,21 +155,3 @@ class RecurrentTD3:
         # ---- targets: the heads only
         polyak(self.heads_target.parameters(), self.heads.parameters(), p.tau)
         return {"critic_loss": (q1_loss + q2_loss).item(), "actor_loss": actor_loss.item()}
-
-
-def train(
-    env: gym.Env,
-    p: recurrent_loop.RecurrentParams,
-    total_steps: int,
-    seed: int,
-    eval_episodes: int = 0,
-    **evals: Any,
-) -> dict[str, Any]:
-    """Run recurrent TD3 on a continuous-action ``env``; returns per-episode logs
-    (``evals``: checkpoint evaluations, see :func:`~memrl.agents.recurrent_loop.run`)."""
-    th.manual_seed(seed)
-    obs_dim = int(np.prod(env.observation_space.shape))
-    act_dim = int(np.prod(env.action_space.shape))
-    agent = RecurrentTD3(obs_dim, act_dim, p, get_device())
-    agent.noise.manual_seed(seed)
-    return recurrent_loop.run(agent, env, p, total_steps, seed, eval_episodes, **evals)

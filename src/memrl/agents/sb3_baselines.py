@@ -14,6 +14,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from memrl.agents.contract import (
+    CHECKPOINT_SEED_OFFSET,
+    EVAL_SEED_OFFSET,
+    NO_EVALS,
+    EnvFn,
+    Evals,
+    TrainLog,
+)
 from memrl.agents.sb3 import (
     DQNParams,
     SACParams,
@@ -26,9 +34,6 @@ from memrl.runtime import get_device
 
 if TYPE_CHECKING:
     from memrl.agents.lstm_ppo import RecurrentPPOParams
-
-EVAL_SEED_OFFSET = 10_000  # evaluation envs never share a seed with training envs
-CHECKPOINT_SEED_OFFSET = 20_000  # checkpoint evaluations: an env of their own
 
 
 def evaluate_returns(model: Any, env: Any, episodes: int) -> list[float]:
@@ -68,27 +73,18 @@ def _log(env: Any) -> dict[str, list]:
 
 
 def sac_train(
-    env_id: str,
-    hp: SACParams,
-    total_steps: int,
-    seed: int,
-    eval_episodes: int,
-    eval_at: Sequence[int] = (),
-    previous_inputs: bool = False,
-) -> dict:
-    """SB3 SAC with an MLP (the memoryless baseline of the recurrent family); with
-    ``eval_at``, ``eval_episodes`` greedy episodes on an env of their own after each of
-    those step counts (``checkpoint_returns``). ``previous_inputs``: it reads
-    ``[o_t, a_{t-1}, r_{t-1}]``, the recurrent agents' per-step inputs, instead of ``o_t``."""
+    env_fn: EnvFn, hp: SACParams, total_steps: int, seed: int, evals: Evals = NO_EVALS
+) -> TrainLog:
+    """SB3 SAC with an MLP (the memoryless baseline of the recurrent family) on
+    ``env_fn(seed)``; ``evals.episodes`` greedy episodes on an env of their own after
+    training and after each step count of ``evals.at`` (``checkpoint_returns``)."""
     from stable_baselines3 import SAC
     from stable_baselines3.common.monitor import Monitor
 
-    from memrl.envs.pomdp import PreviousActionReward
-    from memrl.envs.registry import make
+    eval_episodes, eval_at = evals.episodes, evals.at
 
-    def env_for(env_seed: int):  # what SAC reads
-        env = make(env_id, env_seed)
-        return Monitor(PreviousActionReward(env) if previous_inputs else env)
+    def env_for(env_seed: int):
+        return Monitor(env_fn(env_seed))
 
     env = env_for(seed)
     check_env = env_for(seed + CHECKPOINT_SEED_OFFSET)
@@ -121,15 +117,10 @@ def _normalised(venv: Any, hp: RecurrentPPOParams, training: Any = None) -> Any:
 
 
 def rppo_train(
-    env_id: str,
-    hp: RecurrentPPOParams,
-    total_steps: int,
-    seed: int,
-    eval_episodes: int,
-    eval_at: Sequence[int] = (),
-) -> dict:
-    """sb3-contrib RecurrentPPO (rl-zoo ``ppo_lstm`` settings) on ``hp.n_envs`` envs, with
-    checkpoint evaluations as :func:`sac_train`.
+    env_fn: EnvFn, hp: RecurrentPPOParams, total_steps: int, seed: int, evals: Evals = NO_EVALS
+) -> TrainLog:
+    """sb3-contrib RecurrentPPO (rl-zoo ``ppo_lstm`` settings) on ``hp.n_envs`` envs
+    ``env_fn(None)`` (``make_vec_env`` seeds them), with evaluations as :func:`sac_train`.
 
     Episode "lengths" are the global env steps between successive episode ends, so
     curves share the x-axis of the off-policy runs (env steps summed over envs).
@@ -140,8 +131,7 @@ def rppo_train(
     from stable_baselines3.common.env_util import make_vec_env
     from torch import nn
 
-    from memrl.envs.registry import make
-
+    eval_episodes, eval_at = evals.episodes, evals.at
     ends: list[int] = []
     returns: list[float] = []
 
@@ -153,7 +143,7 @@ def rppo_train(
                     returns.append(float(info["episode"]["r"]))
             return True
 
-    venv = _normalised(make_vec_env(lambda: make(env_id), n_envs=hp.n_envs, seed=seed), hp)
+    venv = _normalised(make_vec_env(lambda: env_fn(None), n_envs=hp.n_envs, seed=seed), hp)
     model = RecurrentPPO(
         "MlpLstmPolicy",
         venv,
@@ -179,7 +169,7 @@ def rppo_train(
 
     def env(offset: int):  # evaluation: the training stats, frozen
         return _normalised(
-            make_vec_env(lambda: make(env_id), n_envs=1, seed=seed + offset), hp, venv
+            make_vec_env(lambda: env_fn(None), n_envs=1, seed=seed + offset), hp, venv
         )
 
     check_env = env(CHECKPOINT_SEED_OFFSET)
@@ -194,14 +184,17 @@ def rppo_train(
     }
 
 
-def dqn_train(env_id: str, hp: DQNParams, total_steps: int, seed: int) -> dict[str, Any]:
-    """SB3 DQN (MinAtar's network on MinAtar frames, an MLP on vector observations)."""
+def dqn_train(
+    env_fn: EnvFn, hp: DQNParams, total_steps: int, seed: int, evals: Evals = NO_EVALS
+) -> TrainLog:
+    """SB3 DQN (MinAtar's network on MinAtar frames, an MLP on vector observations) on
+    ``env_fn(seed)`` (no greedy evaluation: ``evals`` is not used)."""
     from stable_baselines3 import DQN
     from stable_baselines3.common.monitor import Monitor
 
-    from memrl.envs.registry import is_image, make
+    from memrl.envs.registry import is_image
 
-    env = Monitor(make(env_id, seed))
+    env = Monitor(env_fn(seed))
     kwargs = sb3_kwargs(hp, seed)
     policy = "MlpPolicy"
     if is_image(env):
@@ -217,34 +210,31 @@ def dqn_train(env_id: str, hp: DQNParams, total_steps: int, seed: int) -> dict[s
 
 
 def per_dqn_train(
-    env_id: str,
+    env_fn: EnvFn,
     hp: DQNParams,
-    per: dict[str, float] | None,
     total_steps: int,
     seed: int,
-    eval_episodes: int,
-) -> dict[str, Any]:
-    """SB3 DQN, with prioritized replay (:class:`memrl.agents.per_dqn.PrioritizedDQN`) when
-    ``per`` gives its ``alpha`` and ``beta0``; evaluated on ``eval_episodes`` episodes
-    (mean return in ``eval_return``)."""
-    import gymnasium as gym
-    import numpy as np
+    evals: Evals = NO_EVALS,
+    per: dict[str, float] | None = None,
+) -> TrainLog:
+    """SB3 DQN on ``env_fn(None)`` (SB3 seeds it), with prioritized replay
+    (:class:`memrl.agents.per_dqn.PrioritizedDQN`) when ``per`` gives its ``alpha`` and
+    ``beta0``; ``evals.episodes`` greedy episodes after training (``eval_returns``)."""
     from stable_baselines3 import DQN
     from stable_baselines3.common.monitor import Monitor
 
     from memrl.agents.per_dqn import PrioritizedDQN
 
-    env = Monitor(gym.make(env_id))
+    env = Monitor(env_fn(None))
     kwargs = sb3_kwargs(hp, seed)
     if per is not None:
         model = PrioritizedDQN("MlpPolicy", env, replay_buffer_kwargs=dict(per), **kwargs)
     else:
         model = DQN("MlpPolicy", env, **kwargs)
     silent(model).learn(total_steps)
-    eval_env = Monitor(gym.make(env_id))
+    eval_env = Monitor(env_fn(None))
     eval_env.reset(seed=seed + EVAL_SEED_OFFSET)
-    evals = evaluate_returns(model, eval_env, eval_episodes)
-    return {**_log(env), "eval_return": float(np.mean(evals))}
+    return {**_log(env), "eval_returns": evaluate_returns(model, eval_env, evals.episodes)}
 
 
 def her_dqn_success(
@@ -290,32 +280,30 @@ def her_dqn_success(
 
 
 def sac_with_prior_train(
-    env_id: str,
+    env_fn: EnvFn,
     hp: SACParams,
-    prior: Any,
-    prior_fraction: float,
     total_steps: int,
     seed: int,
-    eval_episodes: int,
-) -> dict[str, Any]:
-    """SB3 SAC whose batches mix ``prior_fraction`` of ``prior`` transitions (a
-    :class:`memrl.memory.mixed.Transitions`; Replay across Experiments) with its own;
-    ``prior=None`` trains from scratch. Mean evaluation return in ``eval_return``."""
-    import gymnasium as gym
+    evals: Evals = NO_EVALS,
+    prior: Any = None,
+    prior_fraction: float = 0.0,
+) -> TrainLog:
+    """SB3 SAC on ``env_fn(None)`` whose batches mix ``prior_fraction`` of ``prior``
+    transitions (a :class:`memrl.memory.mixed.Transitions`; Replay across Experiments) with
+    its own; ``prior=None`` trains from scratch. ``evals.episodes`` greedy episodes after
+    training (``eval_returns``)."""
     from stable_baselines3 import SAC
-    from stable_baselines3.common.evaluation import evaluate_policy
     from stable_baselines3.common.monitor import Monitor
 
     from memrl.memory.mixed import MixedReplayBuffer
 
-    env = Monitor(gym.make(env_id))
+    env = Monitor(env_fn(None))
     kwargs = sb3_kwargs(hp, seed)
     if prior is not None:
         kwargs["replay_buffer_class"] = MixedReplayBuffer
         kwargs["replay_buffer_kwargs"] = {"prior": prior, "prior_fraction": prior_fraction}
     model = silent(SAC("MlpPolicy", env, **kwargs))
     model.learn(total_steps)
-    eval_env = Monitor(gym.make(env_id))
+    eval_env = Monitor(env_fn(None))
     eval_env.reset(seed=seed + EVAL_SEED_OFFSET)
-    final, _ = evaluate_policy(model, eval_env, n_eval_episodes=eval_episodes, deterministic=True)
-    return {**_log(env), "eval_return": float(final)}
+    return {**_log(env), "eval_returns": evaluate_returns(model, eval_env, evals.episodes)}

@@ -9,9 +9,14 @@ Each family is a package ``memrl.families.<name>`` holding
 
 :data:`FAMILIES` (in report order) is what ``dvc.yaml``'s stages and ``plots:``
 (``python -m memrl dvc-yaml``), the report's order and the params validation
-come from. The files a family's jobs may run are found by following its ``jobs.py``'s
-imports (the training stage's DVC deps); each job's key holds exactly the code its function
-runs (:mod:`memrl.fingerprint`).
+come from: :func:`load_family` reads a family's section of ``params.yaml`` through the
+generic loader of :mod:`memrl.config`, which knows no family. The files a family's jobs may
+run are found by following its ``jobs.py``'s imports (the training stage's DVC deps); each
+job's key holds exactly the code its function runs (:mod:`memrl.fingerprint`).
+
+A family runs its grid into a store (:meth:`Family.run`) and reads it back
+(:meth:`Family.load`), both with the parameters the caller already holds; reading never
+trains. Pricing what a run will cost is the pipeline's side (:mod:`memrl.estimate`).
 """
 
 from __future__ import annotations
@@ -20,12 +25,28 @@ import hashlib
 import importlib
 import importlib.util
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from memrl.fingerprint import imported_symbols, job_code, module_closure, symbol_files
-from memrl.runtime import repo_root
+from pydantic import BaseModel
+
+from memrl.config import (
+    ConfigError,
+    check_profile,
+    load_runtime,
+    load_section,
+    parse_overrides,
+    read_params,
+    resolved,
+)
+from memrl.executors import Executed, execute
+from memrl.fingerprint import job_code, module_closure
+from memrl.profiles import PROFILES
+from memrl.runs import MissingRunsError, RunStore
+from memrl.runtime import cache_dir, repo_root
 
 
 @dataclass(frozen=True)
@@ -89,13 +110,6 @@ class Family:
             mods.add(self.floors.__name__)
         return sorted(set().union(*(module_closure(m) for m in mods)))
 
-    def analysis_sources(self) -> list[str]:
-        """Every source file the family's notebook stage runs code from: what its notebook
-        imports (from the jupytext twin) and the stage command, followed symbol by symbol
-        (an agent's config class, not the agent, when the family's schema names it)."""
-        notebook = repo_root() / "notebooks" / f"{self.name}.py"
-        return symbol_files(imported_symbols(notebook) | {("memrl.pipeline", "run_notebook")})
-
     @property
     def floors(self) -> ModuleType | None:
         """``memrl.families.<name>.floors``: the grid of the family's floor jobs, if any."""
@@ -110,6 +124,56 @@ class Family:
         if self.floors is not None:
             specs += self.floors.grid(cfg)
         return [replace(s, code=job_code(s.fn), gpu=self.gpu) for s in specs]
+
+    def store(self, profile: str, runs_dir: str | Path = "", overrides: Any = None) -> RunStore:
+        """Where the runs for ``profile`` live: ``runs_dir`` when given (what the DVC stage
+        passes: the profile's run store), else a cache store of this profile and
+        ``overrides`` (JupyterLab, nbval), which :meth:`run` fills."""
+        if runs_dir and parse_overrides(overrides):
+            raise ConfigError(
+                "overrides change the runs made here; stored runs (runs_dir) were made with "
+                "params.yaml's values: leave runs_dir empty to run the overridden jobs"
+            )
+        if runs_dir:
+            path = Path(runs_dir)
+            return RunStore(path if path.is_absolute() else repo_root() / path)
+        name, overrides = profile, parse_overrides(overrides)
+        if overrides:
+            text = json.dumps(overrides, sort_keys=True, default=str)
+            name += "+" + hashlib.sha256(text.encode()).hexdigest()[:8]
+        return RunStore(cache_dir() / "runs" / self.name / name)
+
+    def run(self, cfg: Any, profile: str, store: RunStore, executor: str | None = None) -> Executed:
+        """Run the family's jobs for ``cfg`` into ``store``, skipping stored ones; then prune
+        stale results and write the manifest (what :meth:`load` checks)."""
+        rt = load_runtime()
+        self.preflight(cfg)  # e.g. a missing model or data set fails here, before any job
+        specs = self.grid(cfg)
+        store.root.mkdir(parents=True, exist_ok=True)
+        (store.root / "manifest.json").unlink(missing_ok=True)  # written again once all are in
+        done = execute(specs, store, executor, rt.processes, rt.torch_threads, desc=self.name)
+        store.prune(specs)
+        meta = {"family": self.name, "profile": profile, "params": params_fingerprint(cfg)}
+        store.write_manifest(specs, meta)
+        return done
+
+    def load(self, cfg: Any, profile: str, store: RunStore) -> list[dict[str, Any]]:
+        """The results in ``store``, checked to have been made for ``profile`` with ``cfg``'s
+        parameters; a clear error says which command makes them."""
+        man = store.manifest()
+        if man.get("profile") != profile or man.get("params") != params_fingerprint(cfg):
+            raise MissingRunsError(
+                f"the runs in {store.root} were made for profile '{man.get('profile')}' with "
+                f"other parameters than profile '{profile}' has now: run "
+                f"`python -m memrl repro --profile {profile}` (or `python -m memrl runs "
+                f"{self.name} --profile {profile}`)"
+            )
+        try:
+            return store.results()
+        except MissingRunsError as err:  # a run file lost or corrupt since the runs stage
+            raise MissingRunsError(
+                f"{err}: `python -m memrl runs {self.name} --profile {profile}` runs them again"
+            ) from None
 
 
 FAMILIES: tuple[Family, ...] = (
@@ -138,3 +202,59 @@ def params_fingerprint(cfg: Any) -> str:
     """A hash of a family's effective parameters (what its stored runs were made for)."""
     payload = json.dumps(cfg.model_dump(mode="json"), sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+# =========================================================================== parameters
+def family_schema(family: str) -> type[BaseModel]:
+    """The pydantic model of ``family``'s section (``memrl.families.<family>.params``)."""
+    if family not in NAMES:
+        raise ConfigError(f"unknown family '{family}'; known: {', '.join(NAMES)}")
+    return get(family).module("params").FAMILY_PARAMS
+
+
+def load_family(
+    family: str,
+    profile: str = "default",
+    path: str | Path | None = None,
+    overrides: Mapping[str, Any] | str | None = None,
+) -> Any:
+    """Load, merge and validate one family's parameters for ``profile``, with ``overrides``
+    (a mapping or YAML text, see :func:`memrl.config.apply_overrides`) put in before
+    validation."""
+    schema = family_schema(family)
+    check_profile(profile)
+    return load_section(read_params(path, NAMES), family, schema, profile, overrides)
+
+
+def load_profile(profile: str, path: str | Path | None = None) -> dict[str, Any]:
+    """Every family's validated parameters for ``profile`` (``{family: params}``); all the
+    families' errors in one :class:`ConfigError`, not only the first one's."""
+    check_profile(profile)
+    load_runtime(path)
+    out, errors = {}, []
+    for family in NAMES:
+        try:
+            out[family] = load_family(family, profile, path)
+        except ConfigError as err:
+            errors.append(str(err))
+    if errors:
+        raise ConfigError("\n".join(errors))
+    return out
+
+
+def effective_params(profile: str, path: str | Path | None = None) -> dict[str, Any]:
+    """What ``profile`` runs with, every default and override resolved (what ``dvc params
+    diff`` compares): see :func:`memrl.config.resolved`."""
+    return resolved(load_runtime(path), load_profile(profile, path))
+
+
+def validate_all(path: str | Path | None = None) -> None:
+    """Validate every family under every profile (used by tests)."""
+    errors = []
+    for profile in PROFILES:
+        try:
+            load_profile(profile, path)
+        except ConfigError as err:
+            errors.append(str(err))
+    if errors:
+        raise ConfigError("\n".join(errors))

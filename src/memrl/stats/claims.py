@@ -98,20 +98,32 @@ VERDICT_RULE = (
 
 @dataclass(frozen=True)
 class Verdict:
-    """A claim's verdict as data: its ``category`` (one of :data:`VERDICTS`) and ``reason``
-    (why it is inconclusive or only partial; None for a plain reproduced / not reproduced).
-    ``str()`` is the human form: ``inconclusive (power: ~12 seeds per arm would decide)``."""
+    """A claim's verdict as data: its ``category`` (one of :data:`VERDICTS`), its ``reason``
+    (the kind of why it is inconclusive: ``power``, ``budget``, ``floor``, ``model scale``,
+    ``multiplicity``, ``no spread`` or the unmet condition; or only partial: ``condition``,
+    ``budget``, ``coverage``, ``comparisons``; None for a plain reproduced / not reproduced) and its ``detail`` (the particulars, e.g. the seeds that
+    would decide). ``str()`` is the human form:
+    ``inconclusive (power: ~12 seeds per arm would decide)``; a floor's detail follows a
+    semicolon (``inconclusive (floor; not model scale: the positive control clears ...)``)."""
 
     category: str
     reason: str | None = None
+    detail: str = ""
 
     def __post_init__(self) -> None:
         if self.category not in VERDICTS:
             raise ValueError(f"not a verdict category: {self.category!r}")
 
+    @property
+    def why(self) -> str:
+        """Reason and detail as one text ("" for none)."""
+        if not self.detail:
+            return self.reason or ""
+        return f"{self.reason}{'; ' if self.reason == 'floor' else ': '}{self.detail}"
+
     def __str__(self) -> str:
         shown = self.reason and self.category == INCONCLUSIVE
-        return f"{self.category} ({self.reason})" if shown else self.category
+        return f"{self.category} ({self.why})" if shown else self.category
 
 
 @dataclass(frozen=True)
@@ -123,6 +135,26 @@ class Condition:
     condition: str
     met: bool
     note: str = ""
+
+
+def comparison_text(c: dict[str, Any], digits: int = 4) -> str:
+    """A judged comparison (``Outcome.as_dict()``) as one line, the same in the notebooks,
+    the report and the site: ``A > B: +12.3 [+4.1, +20.2] holds`` (with ``δ`` for a matches
+    test, the reason of an undecided one and the verdict at half and twice the margin)."""
+
+    def g(x: float, sign: str = "+") -> str:
+        return f"{x:{sign}.{digits}g}"
+
+    d = c["difference"]
+    margin = f", δ {g(c['margin'], '')}" if c.get("margin") is not None else ""
+    reason = c.get("reason") or ""
+    why = " (both at the floor)" if reason == "floor" else f" ({reason})" if reason else ""
+    at = c.get("at_margin") or {}
+    sens = f" (at δ/2: {at['0.5δ']}; at 2δ: {at['2δ']})" if at else ""
+    return (
+        f"{c['text']}: {g(d['iqm'])} [{g(d['ci_low'])}, {g(d['ci_high'])}]{margin} "
+        f"{c['outcome']}{why}{sens}"
+    )
 
 
 def share(x: float | None) -> str:
@@ -354,18 +386,19 @@ class ClaimResult:
         return clears(self.positive_control[1], self.estimates[floor], self.claim.higher_is_better)
 
     @property
-    def below_floor(self) -> str:
-        """Why a claim whose methods all sit at the floor says nothing: the claim's declared
-        reason (e.g. model scale) only where a positive control shows it; plain "floor"
-        otherwise, saying so where the control clears the floor (then it is not the model)."""
+    def below_floor(self) -> tuple[str, str]:
+        """Why a claim whose methods all sit at the floor says nothing, as (reason, detail):
+        the claim's declared reason (e.g. model scale) only where a positive control shows
+        it; "floor" otherwise, saying so where the control clears the floor (then it is not
+        the model)."""
         reason = self.claim.below_floor
         if reason == "floor":
-            return reason
+            return reason, ""
         if self.control_clears is None:
-            return f"floor; no positive control shows {reason}"
+            return "floor", f"no positive control shows {reason}"
         if self.control_clears:
-            return f"floor; not {reason}: the positive control clears the floor"
-        return reason
+            return "floor", f"not {reason}: the positive control clears the floor"
+        return reason, ""
 
     @cached_property
     def decision(self) -> Verdict:
@@ -439,6 +472,7 @@ class ClaimResult:
             "verdict": self.verdict,
             "category": self.decision.category,
             "reason": self.decision.reason,
+            "detail": self.decision.detail,
             "conditions": [asdict(c) for c in self.conditions],
             "positive_control": self._control_row(),
             "coverage_complete": self.coverage_complete,
@@ -453,12 +487,12 @@ def verdict(
     coverage_complete: bool = True,
     regime: str = EARLY,
     coverage: float | None = None,
-    below_floor: str = "floor",
+    below_floor: tuple[str, str] = ("floor", ""),
     unmet: Sequence[str] = (),
 ) -> Verdict:
     """Apply :data:`VERDICT_RULE` to judged comparisons (``coverage``: our budget / the
-    paper's, None if unknown; ``below_floor``: the reason a claim whose methods all sit at
-    their floor is inconclusive; ``unmet``: the claim's conditions our runs do not meet)."""
+    paper's, None if unknown; ``below_floor``: the reason and detail a claim whose methods
+    all sit at their floor is inconclusive for; ``unmet``: the claim's conditions our runs do not meet)."""
     if not judgements:
         raise ValueError("a claim needs at least one comparison")
     outcomes = [j.outcome for j in judgements]
@@ -475,18 +509,20 @@ def verdict(
             why.append("a narrower setup than the paper's")
         if not all(o == HOLDS for o in outcomes):
             why.append("not every comparison holds")
-        return Verdict(PARTIALLY, "; ".join(why))
+        kind = "condition" if unmet else "budget" if short else "coverage"
+        kind = kind if unmet or short or not coverage_complete else "comparisons"
+        return Verdict(PARTIALLY, kind, "; ".join(why))
     if all(j.reason == "floor" for j in judgements):
-        return Verdict(INCONCLUSIVE, below_floor)
+        return Verdict(INCONCLUSIVE, *below_floor)
     if short:
         return Verdict(INCONCLUSIVE, "budget")
     needed = [j.seeds_needed for j in judgements if j.reason == "power"]
     if not needed and any(j.reason == MULTIPLICITY for j in judgements):
-        return Verdict(INCONCLUSIVE, "multiplicity: no decision survives Holm's correction")
+        return Verdict(INCONCLUSIVE, MULTIPLICITY, "no decision survives Holm's correction")
     if not needed and any(j.reason == NO_SPREAD for j in judgements):
-        return Verdict(INCONCLUSIVE, "no spread: the compared runs do not vary")
+        return Verdict(INCONCLUSIVE, NO_SPREAD, "the compared runs do not vary")
     if any(n == 0 for n in needed):
         return Verdict(INCONCLUSIVE, "power")
     if any(n is None for n in needed):
-        return Verdict(INCONCLUSIVE, "power: not decided at 100 seeds per arm in simulation")
-    return Verdict(INCONCLUSIVE, f"power: ~{max(needed)} seeds per arm would decide")
+        return Verdict(INCONCLUSIVE, "power", "not decided at 100 seeds per arm in simulation")
+    return Verdict(INCONCLUSIVE, "power", f"~{max(needed)} seeds per arm would decide")

@@ -1,5 +1,5 @@
 """Floors on the analysis side: split a family's stored records into its runs and its floor
-runs (:mod:`memrl.floors`), and turn floor runs into arms the claims compare against."""
+runs (:mod:`memrl.agents.random_policy`), and turn floor runs into arms the claims compare against."""
 
 from __future__ import annotations
 

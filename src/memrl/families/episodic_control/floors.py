@@ -4,9 +4,9 @@ windows of them). Nothing here knows about claims."""
 
 from __future__ import annotations
 
+from memrl.agents.random_policy import random_policy
 from memrl.envs.registry import short_env
 from memrl.families.episodic_control.params import EpisodicControlParams
-from memrl.floors import random_policy
 from memrl.jobs import JobSpec
 
 

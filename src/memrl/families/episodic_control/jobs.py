@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
+from memrl.agents.contract import TrainLog
 from memrl.envs.registry import short_env
 from memrl.families.episodic_control.params import (
     EpisodicControlParams,
@@ -16,6 +15,7 @@ from memrl.families.episodic_control.params import (
     method_label,
 )
 from memrl.jobs import JobSpec
+from memrl.schema import StrictModel
 
 HERE = "memrl.families.episodic_control.jobs"
 
@@ -30,39 +30,36 @@ def _row(
     seed: int,
     t: int,
     hp: dict[str, Any],
-    out: dict[str, Any],
+    out: TrainLog,
     curve_points: int,
     early_fraction: float,
 ) -> dict[str, Any]:
-    """One run's tidy row: its training curve, early/late returns, what the agent reported
-    and its raw episode log."""
-    from memrl.stats.curves import CHECKPOINTS, episode_curve, window_mean
+    """One run's tidy row: the shared part (:func:`~memrl.agents.contract.log_row`: curve,
+    raw episode log), early/late returns and what the agent reported besides."""
+    from memrl.agents.contract import log_row
+    from memrl.stats.curves import CHECKPOINTS, window_mean
 
+    out = dict(out)
     rets, lens = out.pop("episode_returns"), out.pop("episode_lengths")
-    grid = np.linspace(t / curve_points, t, curve_points).astype(int)
     radius = float(hp.get("merge_radius", 0.0))
+    shared = log_row({"episode_returns": rets, "episode_lengths": lens}, t, curve_points)
     return {
         "env": short_env(env_id),
         "env_id": env_id,
         "method": method_label(method, radius),
         "merge_radius": radius,
         "seed": seed,
-        "total_timesteps": t,
-        "episodes": len(rets),
         "early_return": window_mean(rets, lens, 0, int(early_fraction * t)),
         "late_return": window_mean(rets, lens, int((1 - early_fraction) * t), t),
-        "mean_return": float(np.mean(rets)) if rets else float("nan"),
         **out,
-        "grid": grid.tolist(),
-        "curve": episode_curve(rets, lens, grid),
+        **shared,
         "checkpoints": list(CHECKPOINTS),
-        "episode_returns": rets,  # raw logs: any later window or trend needs no retraining
-        "episode_lengths": lens,
     }
 
 
 def _run(
-    train: Callable[[str, dict[str, Any], int, int], dict[str, Any]],
+    train: Callable[..., TrainLog],
+    params: type[StrictModel],
     env_id: str,
     method: str,
     seed: int,
@@ -71,12 +68,22 @@ def _run(
     curve_points: int,
     early_fraction: float,
 ) -> dict[str, Any]:
-    """Seed everything, ``train(env_id, hp, total_timesteps, seed)``, then its tidy row."""
+    """Seed everything, then the agent contract's ``train(env_fn, params(**hp),
+    total_timesteps, seed, evals)`` on ``env_id`` (``evals.at``: each of
+    :data:`~memrl.stats.curves.CHECKPOINTS` but the last, where MFEC records its memory
+    size), then its tidy row."""
+    from functools import partial
+
+    from memrl.agents.contract import Evals
+    from memrl.envs.registry import make
     from memrl.runtime import seed_everything
+    from memrl.stats.curves import CHECKPOINTS
 
     seed_everything(seed)
-    out = train(env_id, hp, total_timesteps, seed)
-    return _row(env_id, method, seed, total_timesteps, hp, out, curve_points, early_fraction)
+    t = total_timesteps
+    evals = Evals(0, tuple(int(f * t) for f in CHECKPOINTS[:-1]))
+    out = train(partial(make, env_id), params(**hp), t, seed, evals)
+    return _row(env_id, method, seed, t, hp, out, curve_points, early_fraction)
 
 
 def dqn_job(**kw: Any) -> dict[str, Any]:
@@ -84,28 +91,22 @@ def dqn_job(**kw: Any) -> dict[str, Any]:
     from memrl.agents.sb3 import DQNParams
     from memrl.agents.sb3_baselines import dqn_train
 
-    return _run(lambda env_id, hp, t, seed: dqn_train(env_id, DQNParams(**hp), t, seed), **kw)
+    return _run(dqn_train, DQNParams, **kw)
 
 
 def mfec_job(**kw: Any) -> dict[str, Any]:
     """MFEC on one env with one seed; its row adds the keys stored at each of
     :data:`~memrl.stats.curves.CHECKPOINTS` (``memory_sizes``)."""
     from memrl.agents import mfec
-    from memrl.stats.curves import CHECKPOINTS
 
-    def train(env_id: str, hp: dict[str, Any], t: int, seed: int) -> dict[str, Any]:
-        at = [int(f * t) for f in CHECKPOINTS[:-1]]
-        out = mfec.train(env_id, MFECParams(**hp), t, seed, memory_at=at)
-        return {**out, "memory_sizes": [*out["memory_sizes"], out["memory_size"]]}
-
-    return _run(train, **kw)
+    return _run(mfec.train, MFECParams, **kw)
 
 
 def nec_job(**kw: Any) -> dict[str, Any]:
     """NEC on one env with one seed; arguments as :func:`_run`'s."""
     from memrl.agents import nec
 
-    return _run(lambda env_id, hp, t, seed: nec.train(env_id, NECParams(**hp), t, seed), **kw)
+    return _run(nec.train, NECParams, **kw)
 
 
 def grid(cfg: EpisodicControlParams) -> list[JobSpec]:

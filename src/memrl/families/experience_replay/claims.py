@@ -229,7 +229,7 @@ def er_3(cfg: ExperienceReplayParams, runs: Runs, floors=None) -> ClaimResult | 
     pdq, pp = runs["per_dqn"], cfg.per_dqn
     fl_est, fl, reason = _floor(cfg, floors, ER_3, pp.env_id)
     est = fl_est | {
-        m: _est(cfg, ER_3, m, pdq[pdq.method == m].mean_train_return) for m in ("DQN+PER", "DQN")
+        m: _est(cfg, ER_3, m, pdq[pdq.method == m].mean_return) for m in ("DQN+PER", "DQN")
     }
     comps = [Comparison("DQN+PER", "DQN", floor=fl)]
     series = {m: _auc_at(pdq[pdq.method == m]) for m in ("DQN+PER", "DQN")}
@@ -327,7 +327,7 @@ def _rae_deviations(cfg: ExperienceReplayParams) -> list[str]:
 def _rae(cfg, runs: Runs, claim: Claim, conditions, floors) -> tuple[dict, str | None, str]:
     r = runs["rae"]
     fl_est, fl, reason = _floor(cfg, floors, claim, cfg.rae.env_id)
-    est = {c: _est(cfg, claim, c, r[r.condition == c].mean_train_return) for c in conditions}
+    est = {c: _est(cfg, claim, c, r[r.condition == c].mean_return) for c in conditions}
     return fl_est | est, fl, reason
 
 

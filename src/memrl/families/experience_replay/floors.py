@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from memrl.agents.random_policy import random_policy
 from memrl.families.experience_replay.params import ExperienceReplayParams
-from memrl.floors import random_policy
 from memrl.jobs import JobSpec
 
 HERE = "memrl.families.experience_replay.floors"

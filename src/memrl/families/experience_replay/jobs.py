@@ -4,6 +4,7 @@ across Experiments. Each row says which ``kind`` it is. Nothing here knows about
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -62,10 +63,11 @@ def cliffwalk_job(seed: int, n: int, method: str, p: dict[str, Any]) -> dict[str
 
 def per_dqn_job(seed: int, prioritized: bool, p: dict[str, Any]) -> dict[str, Any]:
     """SB3 DQN with uniform or prioritized replay (the paper's step size x ``lr_scale``)."""
+    from memrl.agents.contract import Evals, log_row
     from memrl.agents.sb3 import DQNParams
     from memrl.agents.sb3_baselines import per_dqn_train
+    from memrl.envs.registry import make
     from memrl.runtime import seed_everything
-    from memrl.stats.curves import episode_curve
 
     seed_everything(seed)
     d = DQNParams(**p["dqn"])
@@ -73,20 +75,14 @@ def per_dqn_job(seed: int, prioritized: bool, p: dict[str, Any]) -> dict[str, An
         d = d.model_copy(update={"learning_rate": d.learning_rate * p["lr_scale"]})
     per = {"alpha": p["alpha"], "beta0": p["beta0"]} if prioritized else None
     steps = p["total_timesteps"]
-    out = per_dqn_train(p["env_id"], d, per, steps, seed, p["eval_episodes"])
-    rets = out["episode_returns"]
-    grid = np.linspace(steps / 20, steps, 20).astype(int)
+    env_fn = partial(make, p["env_id"])
+    out = per_dqn_train(env_fn, d, steps, seed, Evals(p["eval_episodes"]), per=per)
     return {
         "kind": "per_dqn",
         "seed": seed,
         "method": "DQN+PER" if prioritized else "DQN",
-        "mean_train_return": float(np.mean(rets)) if rets else 0.0,
-        "final_return": out["eval_return"],
-        "grid": grid.tolist(),
-        "curve": episode_curve(rets, out["episode_lengths"], grid),
-        "total_timesteps": steps,
-        "episode_returns": rets,
-        "episode_lengths": out["episode_lengths"],
+        "final_return": float(np.mean(out["eval_returns"])),
+        **log_row(out, steps, 20),
     }
 
 
@@ -145,11 +141,12 @@ def prior_subset(prior: Any, condition: str, p: dict[str, Any], seed: int) -> An
 def rae_job(seed: int, condition: str, p: dict[str, Any], prior_path: str) -> dict[str, Any]:
     """SB3 SAC from scratch or replaying an earlier experiment's data (``prior_path``, relative
     to the repo root) at a fixed ratio."""
+    from memrl.agents.contract import Evals, log_row
     from memrl.agents.sb3 import SACParams
     from memrl.agents.sb3_baselines import sac_with_prior_train
+    from memrl.envs.registry import make
     from memrl.memory.mixed import Transitions
     from memrl.runtime import repo_root, seed_everything
-    from memrl.stats.curves import episode_curve
 
     seed_everything(seed)
     prior = None
@@ -157,27 +154,20 @@ def rae_job(seed: int, condition: str, p: dict[str, Any], prior_path: str) -> di
         prior = prior_subset(Transitions.load(str(repo_root() / prior_path)), condition, p, seed)
     steps = p["total_timesteps"]
     out = sac_with_prior_train(
-        p["env_id"],
+        partial(make, p["env_id"]),
         SACParams(**p["sac"]),
-        prior,
-        p["prior_fraction"],
         steps,
         seed,
-        p["eval_episodes"],
+        Evals(p["eval_episodes"]),
+        prior=prior,
+        prior_fraction=p["prior_fraction"],
     )
-    grid = np.linspace(steps / 10, steps, 10).astype(int)
-    rets = out["episode_returns"]
     return {
         "kind": "rae",
         "seed": seed,
         "condition": condition,
-        "mean_train_return": float(np.mean(rets)) if rets else float("nan"),
-        "final_return": out["eval_return"],
-        "grid": grid.tolist(),
-        "curve": episode_curve(rets, out["episode_lengths"], grid),
-        "total_timesteps": steps,
-        "episode_returns": rets,
-        "episode_lengths": out["episode_lengths"],
+        "final_return": float(np.mean(out["eval_returns"])),
+        **log_row(out, steps, 10),
     }
 
 

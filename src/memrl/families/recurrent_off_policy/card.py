@@ -1,7 +1,7 @@
 """The memory card: what each memory core can remember (Cherepanov et al. 2024's method).
 
 Every core is trained the same way (behaviour cloning of oracle Passive T-Maze trajectories,
-:mod:`memrl.agents.rate`) with one context length ``K``, then scored at correlation horizons
+:mod:`memrl.agents.cloning`) with one context length ``K``, then scored at correlation horizons
 ``xi`` (corridor lengths) below and past ``K``. Its class follows from the runs by a
 declared rule, never typed in:
 
@@ -99,12 +99,35 @@ def card(results: Sequence[dict[str, Any]], reps: int, timing: Any = None) -> di
                 ),
             }
         )
-    return {
+    out = {
         "rule": f"remembers at xi: success >= {REMEMBERS} and CI low > {CHANCE}; "
         f"{LONG}: remembers at every xi <= K and beyond K; {SHORT}: at every xi <= K only; "
         f"{FAILS}: not at some xi <= K",
         "rows": rows,
         "classes": classes,
+    }
+    return out | {"section": section(out)} if rows else out
+
+
+FIGURE = "recurrent_off_policy/figures/memory_card.png"  # under the profile's results
+
+
+def section(memory_card: dict[str, Any]) -> dict[str, Any]:
+    """The card as a section the report and the site render as they find it (they import no
+    family code): its title, a paragraph, the table of :func:`summary` and its figure."""
+    head, body = summary(memory_card)
+    return {
+        "id": "memory-card",
+        "title": "The memory card: what each core remembers",
+        "text": "Every model trained by behaviour cloning of oracle Passive T-Maze runs with "
+        "one context K, scored at correlation horizons ξ; success IQM [95% CI] over seeds. "
+        f"Rule: {memory_card['rule']}.",
+        "head": head,
+        "body": body,
+        "figure": FIGURE,
+        "figure_alt": "success against xi / K for every core",
+        "caption": "Success against ξ / K: IQM over seeds with its 95% CI; chance 0.5, "
+        "ξ = K dashed.",
     }
 
 

@@ -15,6 +15,7 @@ import pandas as pd
 
 from memrl.families.recurrent_off_policy.params import RecurrentOffPolicyParams, parse_method
 from memrl.families.recurrent_off_policy.tables import Runs
+from memrl.schema import beside_paper
 from memrl.stats.aggregate import reference
 from memrl.stats.claims import MATCHES, Budget, Claim, ClaimResult, Comparison, Condition
 from memrl.stats.compare import arm, gap_margin
@@ -254,12 +255,13 @@ def _budget(cfg: RecurrentOffPolicyParams, runs: Runs, envs: list[str]) -> str:
 
 
 def _scale(cfg: RecurrentOffPolicyParams) -> str:
-    rs = cfg.rsac
-    return (
-        f"LSTM {rs.hidden_size} with a {rs.head} head (pomdp-baselines: LSTM 128, [256, 256]); "
-        f"windows of {rs.seq_len} steps, batch {rs.batch_size} (papers: whole 200-step "
-        f"episodes, 32 per batch); lr {rs.learning_rate:g} (papers 3e-4), gamma {rs.gamma:g}"
-    )
+    """The recurrent agents' scale beside the ``paper`` profile's (pomdp-baselines' values,
+    typed once in params.yaml; its seq_len 200 is a whole Pendulum episode)."""
+    from memrl.families import load_family
+
+    paper = load_family("recurrent_off_policy", "paper").rsac
+    fields = ("hidden_size", "head", "seq_len", "batch_size", "learning_rate", "gamma")
+    return "recurrent SAC/TD3: " + beside_paper(cfg.rsac, paper, fields)
 
 
 def _head_to_head(
@@ -383,8 +385,8 @@ def ro_2(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
             f"RTD3: exploration noise {rt.expl_noise:g}, target noise {rt.target_noise:g} "
             f"clipped at {rt.noise_clip:g}, policy delay {rt.policy_delay} (TD3 paper)",
             "reliability as the share of seeds reaching the near-optimal threshold "
-            f"({sorted(set(cfg.near_optimal.values()))}; the paper shows curves): runs "
-            "before 2026-11-25 compared IQM returns, which trim a failed seed",
+            f"({sorted(set(cfg.near_optimal.values()))}; the paper shows curves), a mean "
+            "over seeds: an IQM would trim a failed seed",
         ],
         coverage_complete=False,
         coverage_note="one task (the paper: several POMDPs)",
@@ -404,9 +406,8 @@ def ro_3(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
             _scale(cfg),
             "shared: pomdp-baselines' policy_rnn_shared.py: one encoder and one Adam over it, "
             "both Q heads and the actor on 0.5 (L_Q1 + L_Q2) + L_pi, the TD target from the "
-            "online encoder with targets for the Q heads only (runs before 2026-11-25 detached "
-            "the actor and kept a target encoder); its Q heads read [h, a], not the reference's "
-            "extra observation-action embedding",
+            "online encoder with targets for the Q heads only; its Q heads read [h, a], not the "
+            "reference's extra observation-action embedding",
         ],
     )
 

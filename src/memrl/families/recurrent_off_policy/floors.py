@@ -4,9 +4,9 @@ memory card's corridors), per env and seed. Nothing here knows about claims."""
 
 from __future__ import annotations
 
+from memrl.agents.random_policy import random_policy
 from memrl.envs.registry import short_env
 from memrl.families.recurrent_off_policy.params import RecurrentOffPolicyParams
-from memrl.floors import random_policy
 from memrl.jobs import JobSpec
 
 TMAZE_ID = "memrl/PassiveTMaze-v0"

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
 
+from memrl.agents.contract import TrainLog
 from memrl.envs.registry import short_env
 from memrl.families.recurrent_off_policy.params import (
     RecurrentOffPolicyParams,
@@ -22,6 +24,7 @@ from memrl.families.recurrent_off_policy.params import (
     parse_method,
 )
 from memrl.jobs import JobSpec
+from memrl.schema import StrictModel
 
 TMAZE_ID = "memrl/PassiveTMaze-v0"
 HERE = "memrl.families.recurrent_off_policy.jobs"
@@ -43,52 +46,41 @@ def _row(
     method: str,
     seed: int,
     t: int,
-    out: dict[str, Any],
+    out: TrainLog,
     curve_points: int,
     length: int = 0,
 ) -> dict[str, Any]:
-    """One run's tidy row from a trainer's log: its training curve, final evaluation and the
-    greedy policy's evaluations at each of :data:`~memrl.stats.curves.CHECKPOINTS`."""
-    from memrl.stats.curves import CHECKPOINTS, episode_curve, window_mean
+    """One run's tidy row from a trainer's log (:func:`~memrl.agents.contract.log_row`), its
+    final evaluation and the greedy policy's evaluations at each of
+    :data:`~memrl.stats.curves.CHECKPOINTS`."""
+    from memrl.agents.contract import log_row
+    from memrl.stats.curves import CHECKPOINTS, window_mean
 
     rets, lens, evals = out["episode_returns"], out["episode_lengths"], out["eval_returns"]
 
     def score(returns: list[float]) -> float:  # T-Maze: success = reward 1 for the right turn
         return float(np.mean(np.asarray(returns) >= 1.0)) if length else float(np.mean(returns))
 
-    grid = np.linspace(t / curve_points, t, curve_points).astype(int)
     row = {
         "env": f"T-Maze L={length}" if length else short_env(env_id),
         "env_id": env_id,
         "method": method,
         "length": length,
         "seed": seed,
-        "total_timesteps": t,
-        "episodes": len(rets),
+        **log_row(out, t, curve_points),
         "eval_return": float(np.mean(evals)),
         "late_train_return": window_mean(rets, lens, int(0.8 * t), t),  # last 20% of training
-        "grid": grid.tolist(),
-        "curve": episode_curve(rets, lens, grid),
         "checkpoints": list(CHECKPOINTS),
         "checkpoint_eval": [score(r) for r in out["checkpoint_returns"]] + [score(evals)],
-        "episode_returns": rets,
-        "episode_lengths": lens,
     }
     if length:
         row["success"] = score(evals)
     return row
 
 
-def _eval_at(total_timesteps: int) -> list[int]:
-    """The step counts of the checkpoint evaluations: each checkpoint but the last, whose
-    value is the final evaluation."""
-    from memrl.stats.curves import CHECKPOINTS
-
-    return [int(f * total_timesteps) for f in CHECKPOINTS[:-1]]
-
-
 def _run(
-    train: Callable[..., dict[str, Any]],
+    train: Callable[..., TrainLog],
+    params: type[StrictModel],
     env_id: str,
     method: str,
     seed: int,
@@ -97,15 +89,26 @@ def _run(
     eval_episodes: int,
     curve_points: int,
     length: int = 0,
+    wrap: Callable[[Any], Any] | None = None,
 ) -> dict[str, Any]:
-    """What every job of the family does: seed everything, then
-    ``train(env_id, hp, total_timesteps, seed, eval_episodes, eval_at, length)`` (``length``:
-    a T-Maze's, else 0), then its tidy row (see :func:`_row`)."""
+    """What every job of the family does: seed everything, then the agent contract's
+    ``train(env_fn, params(**hp), total_timesteps, seed, evals)`` on ``env_id`` (a T-Maze of
+    ``length``; ``wrap``: a wrapper around each env), checkpoint evaluations at each of
+    :data:`~memrl.stats.curves.CHECKPOINTS` but the last (whose value is the final
+    evaluation), then its tidy row (see :func:`_row`)."""
+    from memrl.agents.contract import Evals
+    from memrl.envs.registry import make
     from memrl.runtime import seed_everything
+    from memrl.stats.curves import CHECKPOINTS
+
+    def env_fn(env_seed: int | None) -> Any:
+        env = make(env_id, env_seed, **({"length": length} if length else {}))
+        return wrap(env) if wrap is not None else env
 
     seed_everything(seed)
     t = total_timesteps
-    out = train(env_id, hp, t, seed, eval_episodes, _eval_at(t), length=length)
+    evals = Evals(eval_episodes, tuple(int(f * t) for f in CHECKPOINTS[:-1]))
+    out = train(env_fn, params(**hp), t, seed, evals)
     return _row(env_id, method, seed, t, out, curve_points, length)
 
 
@@ -114,7 +117,7 @@ def sac_job(**kw: Any) -> dict[str, Any]:
     from memrl.agents.sb3 import SACParams
     from memrl.agents.sb3_baselines import sac_train
 
-    return _run(lambda env_id, hp, *a, length: sac_train(env_id, SACParams(**hp), *a), **kw)
+    return _run(sac_train, SACParams, **kw)
 
 
 def sac_prev_job(**kw: Any) -> dict[str, Any]:
@@ -122,82 +125,54 @@ def sac_prev_job(**kw: Any) -> dict[str, Any]:
     (an MLP, no memory: separates "memory helps" from "these inputs help")."""
     from memrl.agents.sb3 import SACParams
     from memrl.agents.sb3_baselines import sac_train
+    from memrl.envs.pomdp import PreviousActionReward
 
-    def train(env_id, hp, *a, length):
-        return sac_train(env_id, SACParams(**hp), *a, previous_inputs=True)
-
-    return _run(train, **kw)
+    return _run(sac_train, SACParams, wrap=PreviousActionReward, **kw)
 
 
 def rppo_job(**kw: Any) -> dict[str, Any]:
     """sb3-contrib RecurrentPPO on one env with one seed; arguments as :func:`_run`'s."""
     from memrl.agents.sb3_baselines import rppo_train
 
-    return _run(
-        lambda env_id, hp, *a, length: rppo_train(env_id, RecurrentPPOParams(**hp), *a), **kw
-    )
+    return _run(rppo_train, RecurrentPPOParams, **kw)
 
 
 def ppo_job(**kw: Any) -> dict[str, Any]:
     """:mod:`memrl.agents.lstm_ppo` (RecurrentPPO's algorithm, faster) on one env with one
-    seed; envs seeded ``seed + i``, as SB3's ``make_vec_env``; arguments as :func:`_run`'s."""
+    seed; arguments as :func:`_run`'s."""
     from memrl.agents import lstm_ppo
-    from memrl.agents.sb3_baselines import CHECKPOINT_SEED_OFFSET, EVAL_SEED_OFFSET
-    from memrl.envs.registry import make
 
-    def train(env_id, hp, t, seed, eval_episodes, eval_at, length):
-        return lstm_ppo.train(
-            lambda i: make(env_id, seed + i),
-            RecurrentPPOParams(**hp),
-            t,
-            seed,
-            eval_episodes,
-            eval_env=make(env_id, seed + EVAL_SEED_OFFSET),
-            eval_at=eval_at,
-            check_env=make(env_id, seed + CHECKPOINT_SEED_OFFSET),
-        )
-
-    return _run(train, **kw)
+    return _run(lstm_ppo.train, RecurrentPPOParams, **kw)
 
 
-def _recurrent(agent_train: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
-    """One of our recurrent off-policy agents (``agent_train``: its module's ``train``) as
-    :func:`_run` calls it: on one env, or a T-Maze of ``length``, checkpoint evaluations on
-    an env of their own."""
+def _recurrent(agent_for: Any) -> Callable[..., TrainLog]:
+    """The one recurrent ``train`` (:func:`memrl.agents.recurrent_loop.train`) for the agent
+    ``agent_for`` builds."""
+    from memrl.agents import recurrent_loop
 
-    def train(env_id, hp, t, seed, eval_episodes, eval_at, length):
-        from memrl.agents.sb3_baselines import CHECKPOINT_SEED_OFFSET
-        from memrl.envs.registry import make
-
-        kw = {"length": length} if length else {}
-        env = make(env_id, seed, **kw)
-        check_env = make(env_id, seed + CHECKPOINT_SEED_OFFSET, **kw)
-        p = RecurrentParams(**hp)
-        return agent_train(env, p, t, seed, eval_episodes, eval_env=check_env, eval_at=eval_at)
-
-    return train
+    return partial(recurrent_loop.train, agent_for)
 
 
 def rsac_job(**kw: Any) -> dict[str, Any]:
     """Recurrent SAC (:mod:`memrl.agents.recurrent_sac`); arguments as :func:`_run`'s."""
-    from memrl.agents import recurrent_sac
+    from memrl.agents.recurrent_sac import RecurrentSAC
 
-    return _run(_recurrent(recurrent_sac.train), **kw)
+    return _run(_recurrent(RecurrentSAC.for_env), RecurrentParams, **kw)
 
 
 def rtd3_job(**kw: Any) -> dict[str, Any]:
     """Recurrent TD3 (:mod:`memrl.agents.recurrent_td3`); arguments as :func:`_run`'s."""
-    from memrl.agents import recurrent_td3
+    from memrl.agents.recurrent_td3 import RecurrentTD3
 
-    return _run(_recurrent(recurrent_td3.train), **kw)
+    return _run(_recurrent(RecurrentTD3.for_env), RecurrentParams, **kw)
 
 
 def sacd_job(**kw: Any) -> dict[str, Any]:
     """Recurrent SAC-discrete (:mod:`memrl.agents.recurrent_sac_discrete`); arguments as
     :func:`_run`'s."""
-    from memrl.agents import recurrent_sac_discrete
+    from memrl.agents.recurrent_sac_discrete import RecurrentSACDiscrete
 
-    return _run(_recurrent(recurrent_sac_discrete.train), **kw)
+    return _run(_recurrent(RecurrentSACDiscrete.for_env), RecurrentParams, **kw)
 
 
 JOB = {
@@ -223,15 +198,18 @@ def card_job(
     """One memory-card run: ``model`` trained by behaviour cloning on the oracle T-Maze runs
     of ``train_lengths`` in ``data/tmaze`` (the first ``episodes`` of each; the same data
     for every seed), then its greedy success rate at every corridor length in ``horizons``."""
-    from memrl.agents import rate
+    from memrl.agents import cloning
+    from memrl.agents.offline_policies import OfflineParams
+    from memrl.envs.tmaze_oracle import ORACLE_DIR, load_oracle
     from memrl.runtime import repo_root, seed_everything
 
     seed_everything(seed)
-    p = rate.OfflineParams(**hp)
-    data = rate.load_oracle(repo_root() / rate.ORACLE_DIR, train_lengths, episodes)
-    policy, losses = rate.train(data, p, seed)
+    p = OfflineParams(**hp)
+    data = load_oracle(repo_root() / ORACLE_DIR, train_lengths, episodes)
+    policy, losses = cloning.train(data, p, seed)
     success = {
-        str(xi): rate.success_rate(policy, xi, eval_episodes, 10**6 * (seed + 1)) for xi in horizons
+        str(xi): cloning.success_rate(policy, xi, eval_episodes, 10**6 * (seed + 1))
+        for xi in horizons
     }
     return {
         "card": True,
@@ -297,7 +275,7 @@ def preflight(cfg: RecurrentOffPolicyParams) -> None:
     """Fail before any job if the memory card's oracle data is missing or lacks a corridor
     or a run it asks for."""
     if cfg.card is not None:
-        from memrl.agents.rate import ORACLE_DIR, load_oracle
+        from memrl.envs.tmaze_oracle import ORACLE_DIR, load_oracle
         from memrl.runtime import repo_root
 
         c = cfg.card

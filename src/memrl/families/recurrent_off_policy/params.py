@@ -70,7 +70,7 @@ CardModel = Literal["dt", "rate", "gru", "lstm", "ffm", "s5", "window"]
 class MemoryCardParams(StrictModel):
     """The memory card (Cherepanov et al. 2024's classification): every model trained the
     same way, by behaviour cloning of oracle Passive T-Maze trajectories with context ``K``
-    (:mod:`memrl.agents.rate`), then scored at correlation horizons ``xi`` around ``K``."""
+    (:mod:`memrl.agents.cloning`), then scored at correlation horizons ``xi`` around ``K``."""
 
     context: PosInt  # K
     horizons: list[PosInt] = Field(min_length=2)  # xi scored, below and past K
@@ -82,8 +82,8 @@ class MemoryCardParams(StrictModel):
     recurrent: dict[str, float | int]  # OfflineParams of the memory cores
 
     def offline(self, model: str) -> Any:
-        """The validated :class:`memrl.agents.rate.OfflineParams` of ``model``."""
-        from memrl.agents.rate import OfflineParams
+        """The validated :class:`memrl.agents.offline_policies.OfflineParams` of ``model``."""
+        from memrl.agents.offline_policies import OfflineParams
 
         hp = self.transformer if model in ("dt", "rate") else self.recurrent
         return OfflineParams(model=model, context=self.context, **hp)

@@ -1,5 +1,6 @@
-"""Floor jobs: what a policy with no learning and no knowledge scores, run as ordinary jobs
-in the claims' own envs and seeds (each family's ``floors.py`` builds their grid).
+"""The random policy, the floor of every claim: what a policy with no learning and no
+knowledge scores, run as ordinary jobs in the claims' own envs and seeds (each family's
+``floors.py`` builds their grid).
 
 A floor job's result carries ``"floor"`` (the floor's name) and ``"env"``; the analysis
 side splits them from the family's runs with :func:`memrl.stats.floors.split`.

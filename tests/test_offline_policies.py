@@ -1,4 +1,4 @@
-"""Offline sequence policies on the Passive T-Maze (memrl.agents.rate): a decision
+"""Offline sequence policies on the Passive T-Maze (memrl.agents.offline_policies, memrl.agents.cloning, memrl.envs.tmaze_oracle): a decision
 transformer with context K falls to chance beyond K, RATE's memory tokens carry the cue
 across segments, and every memory core trains without numerical failure."""
 
@@ -6,22 +6,23 @@ import numpy as np
 import pytest
 import torch as th
 
-from memrl.agents import rate
+from memrl.agents import cloning, offline_policies
+from memrl.envs import tmaze_oracle
 
 
 def data(K: int, episodes: int = 128):
-    return [rate.oracle_trajectories(L, episodes, 1000 * L) for L in (K, 2 * K, 3 * K)]
+    return [tmaze_oracle.oracle_trajectories(L, episodes, 1000 * L) for L in (K, 2 * K, 3 * K)]
 
 
 def test_oracle_trajectories_always_succeed_and_hide_the_cue_after_step_0():
-    d = rate.oracle_trajectories(5, 40, 0)
+    d = tmaze_oracle.oracle_trajectories(5, 40, 0)
     assert d.observations.shape == (40, 5, 2) and d.actions.shape == (40, 5)
     cue = d.observations[:, 0, 0]
     assert set(cue) == {-1.0, 1.0}
     assert (d.observations[:, 1:, 0] == 0).all()  # the cue is seen once
     assert (d.actions[:, -1] == (cue > 0)).all() and (d.actions[:, :-1] == 0).all()
     assert (d.returns_to_go == 1).all()
-    again = rate.oracle_trajectories(5, 40, 0)
+    again = tmaze_oracle.oracle_trajectories(5, 40, 0)
     assert all(np.array_equal(a, b) for a, b in zip(d, again, strict=True))  # deterministic
 
 
@@ -30,20 +31,20 @@ def test_rate_remembers_beyond_its_context_where_the_decision_transformer_cannot
     th.manual_seed(0)
     out = {}
     for model in ("dt", "rate"):
-        p = rate.OfflineParams(model=model, context=K, epochs=20)
-        policy, losses = rate.train(data(K), p, seed=0)
+        p = offline_policies.OfflineParams(model=model, context=K, epochs=20)
+        policy, losses = cloning.train(data(K), p, seed=0)
         assert losses[-1] < losses[0]
-        out[model] = [rate.success_rate(policy, xi, 40, 10**6) for xi in (K, 4 * K)]
+        out[model] = [cloning.success_rate(policy, xi, 40, 10**6) for xi in (K, 4 * K)]
     assert out["dt"][0] == 1.0 and out["dt"][1] <= 0.7  # within K it recalls; beyond, chance
     assert out["rate"] == [1.0, 1.0]
 
 
 @pytest.mark.parametrize("model", ["gru", "lstm", "ffm", "s5", "window"])
 def test_every_core_learns_the_maze_within_its_context_without_nan(model):
-    p = rate.OfflineParams(model=model, context=4, epochs=20, learning_rate=3e-3)
-    policy, losses = rate.train(data(4), p, seed=0)
+    p = offline_policies.OfflineParams(model=model, context=4, epochs=20, learning_rate=3e-3)
+    policy, losses = cloning.train(data(4), p, seed=0)
     assert np.isfinite(losses).all()
-    assert rate.success_rate(policy, 4, 40, 10**6) == 1.0
+    assert cloning.success_rate(policy, 4, 40, 10**6) == 1.0
 
 
 def test_the_card_classifies_by_its_declared_rule():
@@ -71,12 +72,14 @@ def test_acting_step_by_step_reads_the_trajectory_as_training_does(model):
     its first window, after which it slides by design)."""
     th.manual_seed(0)
     K, T = 3, 10  # several segments, the last one partial
-    policy = rate.make_policy(2, 2, rate.OfflineParams(model=model, context=K)).eval()
-    d = rate.oracle_trajectories(T, 4, 0)
+    policy = offline_policies.make_policy(
+        2, 2, offline_policies.OfflineParams(model=model, context=K)
+    ).eval()
+    d = tmaze_oracle.oracle_trajectories(T, 4, 0)
     obs, act, rtg = (th.as_tensor(a) for a in d)
     with th.no_grad():
         whole = policy(obs, act, rtg)
-    actor = rate.Actor(policy, 4)
+    actor = cloning.Actor(policy, 4)
     steps = th.stack([actor.logits(t, obs, act, rtg) for t in range(T)], 1)
     upto = K if model == "dt" else T
     th.testing.assert_close(steps[:, :upto], whole[:, :upto], rtol=1e-4, atol=1e-5)
@@ -91,10 +94,10 @@ def test_the_oracle_data_set_is_byte_identical_on_every_build(tmp_path):
             for f in sorted(root.rglob("*.npy"))
         }
 
-    a, b = rate.save_oracle(tmp_path / "a"), rate.save_oracle(tmp_path / "b")
-    assert digest(a) == digest(b) and len(digest(a)) == 3 * len(rate.ORACLE_LENGTHS)
-    (d,) = rate.load_oracle(a, [8], 10)
-    fresh = rate.oracle_trajectories(8, rate.ORACLE_EPISODES, 8000)
+    a, b = tmaze_oracle.save_oracle(tmp_path / "a"), tmaze_oracle.save_oracle(tmp_path / "b")
+    assert digest(a) == digest(b) and len(digest(a)) == 3 * len(tmaze_oracle.ORACLE_LENGTHS)
+    (d,) = tmaze_oracle.load_oracle(a, [8], 10)
+    fresh = tmaze_oracle.oracle_trajectories(8, tmaze_oracle.ORACLE_EPISODES, 8000)
     assert all(np.array_equal(x, y[:10]) for x, y in zip(d, fresh, strict=True))
     with pytest.raises(FileNotFoundError, match="make data"):
-        rate.load_oracle(a, [5], 10)
+        tmaze_oracle.load_oracle(a, [5], 10)
