@@ -69,13 +69,14 @@ class FFMCore(nn.Module):
 
     :param memory_size: ``m``, traces per context (decay rates ``a_j``).
     :param context_size: ``c``, oscillation frequencies ``b_k`` per trace.
-    :param max_period: decays initialised so the slowest trace falls to 1% after
-        this many steps, frequencies spread over periods 1..max_period.
-    :param chunk: time steps per closed-form chunk (its mix costs ``chunk`` products per
-        step; the decay cap, a 100x fall per step, keeps the parametrisation of the paper).
+    :param max_period: as the reference (FFA in smorad/ffm): decays ``a`` initialised evenly
+        from ``-(limit - 0.01)`` to ``ln(0.01) / max_period`` (the slowest trace falls to 1%
+        after ``max_period`` steps) and kept in ``[-limit, -1e-8]``, ``limit = ln(float64
+        max) / max_period - 0.01`` (0.683 at 1024: the reference's overflow guard, kept
+        though our chunked closed form needs none); frequencies spread over periods
+        1..max_period.
+    :param chunk: time steps per closed-form chunk (its mix costs ``chunk`` products per step).
     """
-
-    MAX_DECAY = 4.6  # |a| <= ln(100)
 
     def __init__(
         self,
@@ -93,8 +94,9 @@ class FFMCore(nn.Module):
         self.pre = nn.Linear(input_size, 2 * memory_size + 2 * hidden_size)
         self.mix = nn.Linear(2 * memory_size * context_size, hidden_size)
         self.norm = nn.LayerNorm(hidden_size)
-        periods = th.linspace(1.0, max_period, memory_size)
-        self.log_decay = nn.Parameter(th.log(-math.log(0.01) / periods))  # a = -exp(log_decay) < 0
+        self.limit = math.log(th.finfo(th.float64).max) / max_period - 0.01
+        slowest = max(min(-1e-6, math.log(0.01) / max_period), -self.limit + 0.01)
+        self.a = nn.Parameter(th.linspace(-self.limit + 0.01, slowest, memory_size))
         self.freq = nn.Parameter(2 * math.pi / th.linspace(1.0, max_period, context_size))
 
     def initial_state(self, batch: int) -> th.Tensor:
@@ -102,7 +104,11 @@ class FFMCore(nn.Module):
         return th.zeros(batch, self.m, self.c, 2)
 
     def _decay(self) -> th.Tensor:
-        return -self.log_decay.exp().clamp(max=self.MAX_DECAY)  # a_j < 0, shape (m,)
+        """``a_j`` (m,), projected into ``[-limit, -1e-8]`` as the reference does (the stored
+        value too, so a step past the bound comes back at once)."""
+        with th.no_grad():
+            self.a.clamp_(-self.limit, -1e-8)
+        return self.a
 
     def _split(self, x: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
         u, g_in, thru, g_out = self.pre(x).split(
@@ -288,6 +294,13 @@ def diagonal_scan(
     return x_re.reshape(B, n * L, P)[:, :T], x_im.reshape(B, n * L, P)[:, :T]
 
 
+def lecun_normal(shape: tuple[int, ...], fan_in: int) -> th.Tensor:
+    """flax's ``lecun_normal``: a standard normal truncated at +-2, rescaled to unit variance,
+    times ``1 / sqrt(fan_in)``."""
+    x = nn.init.trunc_normal_(th.empty(shape), 0.0, 1.0, -2.0, 2.0)
+    return x / 0.87962566103423978 / math.sqrt(fan_in)
+
+
 class S5Layer(nn.Module):
     """One S5 layer (Smith et al. 2023) as popjaxrl's POPGym agent configures it
     (zero-order hold, conjugate symmetry, ``full_glu``, no normalisation):
@@ -298,8 +311,9 @@ class S5Layer(nn.Module):
 
     with ``Lambda_bar = exp(Lambda dt)``, ``B_bar = (Lambda_bar - 1) / Lambda * B``.
     ``Lambda`` starts at the first half of HiPPO-N's eigenvalues (the other half are their
-    conjugates), ``B = V^* B0``, ``C = C0 V`` with lecun-scaled ``B0, C0``, ``D ~ N(0, 1)``,
-    ``log dt ~ U[log 0.001, log 0.1]``. The state is (batch, P, 2): real and imaginary parts.
+    conjugates), ``B = V^* B0``, ``C = C0 V`` with ``B0, C0`` lecun-normal as the reference
+    draws them (lindermanlab/S5 ``ssm.py``: B0 of shape (2P, H), C0 of shape (H, 2P, 2), so
+    C0's fan-in is 2P * H), ``D ~ N(0, 1)``, ``log dt ~ U[log 0.001, log 0.1]``. The state is (batch, P, 2): real and imaginary parts.
     The big tensors stay real (complex products written out), as in :class:`FFMCore`.
     """
 
@@ -312,8 +326,10 @@ class S5Layer(nn.Module):
         lam, v = lam[: self.P], v[:, : self.P]
         self.lambda_re = nn.Parameter(lam.real.clone())
         self.lambda_im = nn.Parameter(lam.imag.clone())
-        b0 = th.randn(state_size, width) / math.sqrt(state_size)
-        c0 = th.complex(*th.randn(2, width, state_size)) / math.sqrt(state_size)
+        # lecun_normal (flax: a normal truncated at 2 sd, rescaled to keep the sd) over the
+        # reference's shapes: B (2P, H), fan-in 2P; C (H, 2P, 2), fan-in 2P * H
+        b0 = lecun_normal((state_size, width), state_size)
+        c0 = th.complex(*lecun_normal((2, width, state_size), state_size * width))
         self.b = nn.Parameter(th.view_as_real(v.conj().T @ b0.to(v)))  # (P, width, 2)
         self.c = nn.Parameter(th.view_as_real(c0 @ v))  # (width, P, 2)
         self.d = nn.Parameter(th.randn(width))
