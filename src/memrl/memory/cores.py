@@ -11,13 +11,11 @@ the paper's equations:
     z_t = Linear([Re S_t, Im S_t])
     y_t = LayerNorm(z_t) * sigmoid(g_out) + thru * (1 - sigmoid(g_out))
 
-In sequence mode the recurrence is solved in closed form within chunks of
-``L <= 16`` steps, ``S_t = sum_{i<=t} gamma^(t-i) u_i``, a lower-triangular mix of
-decaying powers only (float32 real arithmetic; an earlier version summed
-``gamma^-i u_i`` and overflowed in the backward pass once a decay reached its cap),
-then each chunk adds ``gamma^t`` times the state carried in from the earlier
-chunks — itself a decaying lower-triangular mix over chunks, one batched matrix
-product. No Python loop over time or chunks.
+In sequence mode FFM's and S5's diagonal recurrences are solved by one scan
+(:func:`diagonal_scan`): in closed form within chunks of ``L <= 16`` steps,
+``S_t = sum_{i<=t} gamma^(t-i) u_i``, a lower-triangular mix of decaying powers only
+(float32 real arithmetic), then a parallel scan over the chunks' end states. No Python
+loop over time.
 """
 
 from __future__ import annotations
@@ -119,60 +117,38 @@ class FFMCore(nn.Module):
     def _readout(self, s: th.Tensor, thru: th.Tensor, gate: th.Tensor) -> th.Tensor:
         return self.norm(self.mix(s.flatten(-3))) * gate + thru * (1 - gate)
 
-    def _powers(self, t: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
-        """``gamma^t`` for times ``t`` (L,): magnitude (L, m, 1), cos and sin (L, 1, c)."""
-        mag = th.exp(self._decay()[None, :, None] * t[:, None, None])
-        phase = self.freq[None, None, :] * t[:, None, None]
-        return mag, th.cos(phase), th.sin(phase)
+    def _log_gamma(self) -> tuple[th.Tensor, th.Tensor]:
+        """``log gamma_jk = a_j + i b_k`` flattened over (m, c): real and imaginary parts."""
+        m, c = self.m, self.c
+        return self._decay()[:, None].expand(m, c).reshape(-1), self.freq.expand(m, c).reshape(-1)
 
     def forward(self, x: th.Tensor, state: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        """``S_t = gamma S_{t-1} + u_t`` over the sequence by :func:`diagonal_scan` (the scan
+        S5 uses: the m x c traces are its P complex states), the carried state entering as
+        ``gamma S_0`` added to the first input."""
         u, thru, gate = self._split(x)  # u: (B, T, m)
         B, T, _ = u.shape
-        L = self.chunk
-        n = -(-T // L)
-        u = F.pad(u, (0, 0, 0, n * L - T)).reshape(B, n, L, self.m)
-        t = th.arange(1, L + 1, dtype=u.dtype, device=u.device)
-        mag, cos, sin = self._powers(t)
-        g_re, g_im = mag * cos, mag * sin  # gamma^t, (L, m, c)
-        # within each chunk, from a zero start: S(t) = sum_{i<=t} gamma^(t-i) u_i, a
-        # lower-triangular mix with decaying powers only (no gamma^-i: safe at any decay)
-        gap = t[:, None] - t[None, :]  # t - i, (L, L)
-        pm, pc, ps = self._powers(gap.clamp(min=0).flatten())
-        low = (gap >= 0).flatten()[:, None, None]
-        w_re = (pm * pc * low).reshape(L, L, self.m, self.c)
-        w_im = (pm * ps * low).reshape(L, L, self.m, self.c)
-        acc_re = th.einsum("timc,bnim->bntmc", w_re, u)  # (B, n, L, m, c)
-        acc_im = th.einsum("timc,bnim->bntmc", w_im, u)
-        # carry across chunks: the state entering chunk k is
-        #   C_k = gamma^{kL} C_0 + sum_{j<k} gamma^{(k-1-j)L} E_j,   E_j = S_local,j(L),
-        # a decaying (never growing) lower-triangular mix over chunks: one batched matmul
-        k = th.arange(n, dtype=u.dtype, device=u.device)
-        d = k[:, None] - 1 - k[None, :]  # (n, n): chunks between j's end and k's start
-        a, f = self._decay(), self.freq
-        dmag = th.exp(a[:, None, None, None] * L * d.clamp(min=0)) * (d >= 0)  # (m, 1, n, n)
-        dph = f[None, :, None, None] * L * d  # (1, c, n, n)
-        d_re, d_im = dmag * th.cos(dph), dmag * th.sin(dph)  # (m, c, n, n)
-        e_re, e_im = acc_re[:, :, -1], acc_im[:, :, -1]  # each chunk's end from zero, (B, n, m, c)
-        mix = "mckj,bjmc->bkmc"
-        c_re = th.einsum(mix, d_re, e_re) - th.einsum(mix, d_im, e_im)
-        c_im = th.einsum(mix, d_re, e_im) + th.einsum(mix, d_im, e_re)
-        pmag = th.exp(a[None, :, None] * L * k[:, None, None])  # gamma^{kL}: (n, m, 1)
-        pph = f[None, None, :] * L * k[:, None, None]  # (n, 1, c)
-        s0_re, s0_im = state[:, None, ..., 0], state[:, None, ..., 1]  # (B, 1, m, c)
-        c_re = c_re + pmag * (th.cos(pph) * s0_re - th.sin(pph) * s0_im)
-        c_im = c_im + pmag * (th.sin(pph) * s0_re + th.cos(pph) * s0_im)
-        # S(t) = S_local(t) + gamma^t C_k
-        c_re, c_im = c_re[:, :, None], c_im[:, :, None]
-        s_re = acc_re + g_re * c_re - g_im * c_im
-        s_im = acc_im + g_re * c_im + g_im * c_re
-        s = th.stack([s_re, s_im], -1).reshape(B, n * L, self.m, self.c, 2)[:, :T]
+        log_re, log_im = self._log_gamma()
+        b = u[..., None].expand(B, T, self.m, self.c).reshape(B, T, -1)  # real inputs
+        g_re, g_im = _power(log_re, log_im, 1)
+        s0_re, s0_im = state[..., 0].reshape(B, 1, -1), state[..., 1].reshape(B, 1, -1)
+        first_re = b[:, :1] + g_re * s0_re - g_im * s0_im
+        first_im = g_re * s0_im + g_im * s0_re
+        s_re, s_im = diagonal_scan(
+            log_re,
+            log_im,
+            th.cat([first_re, b[:, 1:]], 1),
+            th.cat([first_im, th.zeros_like(b[:, 1:])], 1),
+            chunk=self.chunk,
+        )
+        s = th.stack([s_re, s_im], -1).reshape(B, T, self.m, self.c, 2)
         return self._readout(s, thru, gate), s[:, -1]
 
     def step(self, x: th.Tensor, state: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
         u, thru, gate = self._split(x)  # u: (B, m)
-        mag, cos, sin = (z[0] for z in self._powers(th.ones(1)))
+        g_re, g_im = (g.view(self.m, self.c) for g in _power(*self._log_gamma(), 1))
         re, im = state[..., 0], state[..., 1]
-        s = th.stack([mag * (cos * re - sin * im) + u[..., None], mag * (sin * re + cos * im)], -1)
+        s = th.stack([g_re * re - g_im * im + u[..., None], g_re * im + g_im * re], -1)
         return self._readout(s, thru, gate), s
 
 
