@@ -68,7 +68,8 @@ def test_dvc_finds_every_profiles_pipeline():
 def test_stages_depend_on_their_familys_resolved_parameters_only():
     for fam in FAMILIES:
         assert DVC["stages"][f"runs_{fam.name}"]["params"] == [{RESOLVED: ["runtime", fam.name]}]
-        assert DVC["stages"][fam.name]["params"] == [{RESOLVED: [fam.name]}]
+        # the notebook: its family's parameters and the paper profile's (deviation texts)
+        assert DVC["stages"][fam.name]["params"] == [{RESOLVED: [fam.name, f"paper.{fam.name}"]}]
 
 
 def test_resolved_parameters_change_only_where_the_profile_changes(params_with):
@@ -234,3 +235,9 @@ def test_stored_runs_of_another_profile_or_other_parameters_are_refused(tmp_path
     with pytest.raises(ConfigError, match="leave runs_dir empty"):
         load("default", str(tmp_path), {"seeds": 3})
     assert json.loads((tmp_path / "default" / "manifest.json").read_text())["jobs"][0]["key"]
+
+
+def test_the_resolved_parameters_carry_the_paper_profile_for_the_deviation_texts():
+    params = pipeline.preflight("smoke")
+    assert set(params) == {"runtime", *families.NAMES, "paper"}
+    assert params["paper"] == {f: effective_params("paper")[f] for f in families.NAMES}

@@ -55,7 +55,9 @@ def test_every_notebook_has_a_dvc_stage():
         stage = stages[ipynb.stem]
         assert f"notebooks/{ipynb.name}" in stage["deps"]
         assert f"memrl notebook {ipynb.stem} --profile default" in stage["cmd"]
-        assert stage["params"] == [{"results/default/params.yaml": [ipynb.stem]}]
+        assert stage["params"] == [
+            {"results/default/params.yaml": [ipynb.stem, f"paper.{ipynb.stem}"]}
+        ]
         assert f"runs_{ipynb.stem}" in stages
     assert "report" in stages and "params" in stages
 

@@ -97,8 +97,8 @@ def dvc_yaml(profile: str = "default") -> dict[str, Any]:
             + _code({*notebook_sources(fam), *runner})
             + list(fam.data)
             + [fam.runs_dir(profile)],
-            # the paper profile's values, which deviation texts set beside ours
-            "params": [{resolved: [f]}, {"params.yaml": [f"{f}.paper"]}],
+            # and the paper profile's values, which deviation texts set beside ours
+            "params": [{resolved: [f, f"paper.{f}"]}],
             "outs": outs,
             "metrics": [{f"{out}/metrics": _uncached()}],  # one file per claim
         }

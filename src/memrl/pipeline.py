@@ -45,11 +45,16 @@ from memrl.runtime import atomic_write_text, publish, repo_root
 def preflight(profile: str) -> dict[str, Any]:
     """Every family's parameters for ``profile``, validated (all the families' errors in one
     message), and each family's own checks (e.g. a model or data set the profile names is
-    on this machine): what must hold before any stage starts or deletes anything."""
+    on this machine): what must hold before any stage starts or deletes anything. The
+    resolved parameters also carry the ``paper`` profile's (``paper.<family>``): the
+    notebooks set the papers' values beside ours in their deviation texts."""
     cfgs = load_profile(profile)  # each family validated once, its errors and the others'
     for fam in families.FAMILIES:
         fam.preflight(cfgs[fam.name])
-    return resolved(load_runtime(), cfgs)
+    paper = cfgs if profile == "paper" else load_profile("paper")
+    return resolved(load_runtime(), cfgs) | {
+        "paper": {f: c.model_dump(mode="json") for f, c in paper.items()}
+    }
 
 
 def write_params(profile: str) -> Path:
