@@ -80,12 +80,15 @@ class MemoryCardParams(StrictModel):
     models: list[CardModel] = Field(min_length=2)
     transformer: dict[str, float | int]  # OfflineParams of dt and rate
     recurrent: dict[str, float | int]  # OfflineParams of the memory cores
+    rtrl: dict[str, float | int] = Field(default_factory=dict)  # the RTRL core's, over recurrent
 
     def offline(self, model: str) -> Any:
         """The validated :class:`memrl.agents.offline_policies.OfflineParams` of ``model``."""
         from memrl.agents.offline_policies import OfflineParams
 
         hp = self.transformer if model in ("dt", "rate", "rate_bptt") else self.recurrent
+        if model == "rtrl":  # one optimiser step per trajectory, not per segment
+            hp = hp | self.rtrl
         return OfflineParams(model=model, context=self.context, **hp)
 
     @model_validator(mode="after")
