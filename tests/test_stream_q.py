@@ -47,7 +47,7 @@ def test_obgd_never_overshoots_the_target_of_the_sample_it_learns():
         delta = target - float(q.detach())
         q.backward()
         opt.step(delta, reset=False)
-        after = target - float(lin(x)[0, 0])
+        after = target - float(lin(x)[0, 0].detach())
         assert after * delta >= 0 and abs(after) <= abs(delta)
 
 
