@@ -353,8 +353,17 @@ def test_the_truncation_claim_follows_the_card_runs():
     cfg = default_cfg().model_copy(update={"seeds": 6})  # against a constant: 6 seeds
     base = fake_runs(cfg, -150.0, -1200.0)
     K = cfg.card.context
+    rng = np.random.default_rng(4)
+    floors = pd.DataFrame(  # the random policy's runs: their seeds vary around 0.5
+        [
+            {"floor": "random", "env": f"T-Maze xi={xi}", "seed": s, "episode_returns": e}
+            for xi in cfg.card.horizons
+            for s in range(5)
+            for e in [rng.integers(0, 2, 50)]
+        ]
+    )
 
-    def judged(truncated: float):
+    def judged(truncated: float, floors=None):
         card = [
             {
                 "card": True,
@@ -370,11 +379,14 @@ def test_the_truncation_claim_follows_the_card_runs():
             for core in ("rtrl", "gru", "lstm", "ffm", "s5")
             for s in range(cfg.seeds)
         ]
-        rows = {r.claim.claim_id: r for r in ro.claims(cfg, base._replace(card=tuple(card)))}
-        return rows["RO-11"]
+        runs = base._replace(card=tuple(card))
+        return {r.claim.claim_id: r for r in ro.claims(cfg, runs, floors)}["RO-11"]
 
     held = judged(0.5)
     assert held.verdict == REPRODUCED, held.verdict
     beyond = [xi for xi in cfg.card.horizons if K < xi <= max(cfg.card.train_lengths)]
     assert len(held.comparisons) == len(beyond) * 5  # RTRL > chance, 4 cores x "at chance"
     assert judged(1.0).verdict == NOT_REPRODUCED
+    # against the random policy's runs, RTRL's floor check is that it learned within K
+    assert judged(0.5, floors).verdict == REPRODUCED
+    assert judged(1.0, floors).verdict == NOT_REPRODUCED

@@ -768,7 +768,11 @@ def ro_11(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult
         f"the card's remembering margin: {MARGIN} above chance (declared, {__name__})",
         delta=MARGIN,
     )
-    comps = [Comparison(f"RTRL · xi={xi}", floor(xi), floor=floor(xi)) for xi in beyond]
+    # RTRL must have learned the maze within K (the floor check on the largest xi <= K)
+    fl, learned_rtrl = floor(within), (f"RTRL · xi={within}",)
+    comps = [
+        Comparison(f"RTRL · xi={xi}", floor(xi), floor=fl, sides=learned_rtrl) for xi in beyond
+    ]
     comps += [
         Comparison(floor(xi), f"{core.upper()} · xi={xi}", MATCHES, margin=delta)
         for core in cores
