@@ -14,8 +14,9 @@ One run may also change any value (``overrides``: the CLI's ``--set``, a noteboo
 ``overrides`` parameter), validated the same way. Each family declares a pydantic model of
 its parameters in ``memrl/families/<family>/params.py`` (shared blocks and types:
 :mod:`memrl.schema`); the families' registry (:mod:`memrl.families`) loads its sections
-through :func:`load_section`, so nothing here knows which families exist. A wrong type, a non-positive budget or an unknown key fails here with one clear message
-that names the offending key, never halfway through a run.
+through :func:`load_section`, so nothing here knows which families exist. A wrong type, a
+non-positive budget or an unknown key fails here with one clear message that names the
+offending key, never halfway through a run.
 """
 
 from __future__ import annotations

@@ -41,6 +41,15 @@ class Evals(NamedTuple):
 NO_EVALS = Evals()
 
 
+def checkpoint_evals(episodes: int, steps: int) -> Evals:
+    """``episodes`` greedy episodes after training and at each of
+    :data:`~memrl.stats.curves.CHECKPOINTS` of ``steps`` but the last (whose value is the
+    evaluation after training)."""
+    from memrl.stats.curves import CHECKPOINTS
+
+    return Evals(episodes, tuple(int(f * steps) for f in CHECKPOINTS[:-1]))
+
+
 class TrainLog(TypedDict, total=False):
     """What ``train`` returns: the training episodes (``lengths`` in env steps, summed over
     vectorised envs), then whatever evaluations it made."""

@@ -129,7 +129,8 @@ class Family:
         """Where the runs for ``profile`` live: ``runs_dir`` when given (what the DVC stage
         passes: the profile's run store), else a cache store of this profile and
         ``overrides`` (JupyterLab, nbval), which :meth:`run` fills."""
-        if runs_dir and parse_overrides(overrides):
+        overrides = parse_overrides(overrides)
+        if runs_dir and overrides:
             raise ConfigError(
                 "overrides change the runs made here; stored runs (runs_dir) were made with "
                 "params.yaml's values: leave runs_dir empty to run the overridden jobs"
@@ -137,7 +138,7 @@ class Family:
         if runs_dir:
             path = Path(runs_dir)
             return RunStore(path if path.is_absolute() else repo_root() / path)
-        name, overrides = profile, parse_overrides(overrides)
+        name = profile
         if overrides:
             text = json.dumps(overrides, sort_keys=True, default=str)
             name += "+" + hashlib.sha256(text.encode()).hexdigest()[:8]

@@ -101,8 +101,9 @@ class Verdict:
     """A claim's verdict as data: its ``category`` (one of :data:`VERDICTS`), its ``reason``
     (the kind of why it is inconclusive: ``power``, ``budget``, ``floor``, ``model scale``,
     ``multiplicity``, ``no spread`` or the unmet condition; or only partial: ``condition``,
-    ``budget``, ``coverage``, ``comparisons``; None for a plain reproduced / not reproduced) and its ``detail`` (the particulars, e.g. the seeds that
-    would decide). ``str()`` is the human form:
+    ``budget``, ``coverage``, ``comparisons``; None for a plain reproduced / not reproduced)
+    and its ``detail`` (the particulars, e.g. the seeds that would decide). ``str()`` is the
+    human form:
     ``inconclusive (power: ~12 seeds per arm would decide)``; a floor's detail follows a
     semicolon (``inconclusive (floor; not model scale: the positive control clears ...)``)."""
 
@@ -492,7 +493,8 @@ def verdict(
 ) -> Verdict:
     """Apply :data:`VERDICT_RULE` to judged comparisons (``coverage``: our budget / the
     paper's, None if unknown; ``below_floor``: the reason and detail a claim whose methods
-    all sit at their floor is inconclusive for; ``unmet``: the claim's conditions our runs do not meet)."""
+    all sit at their floor is inconclusive for; ``unmet``: the claim's conditions our runs do
+    not meet)."""
     if not judgements:
         raise ValueError("a claim needs at least one comparison")
     outcomes = [j.outcome for j in judgements]
@@ -509,8 +511,8 @@ def verdict(
             why.append("a narrower setup than the paper's")
         if not all(o == HOLDS for o in outcomes):
             why.append("not every comparison holds")
-        kind = "condition" if unmet else "budget" if short else "coverage"
-        kind = kind if unmet or short or not coverage_complete else "comparisons"
+        first = (("condition", unmet), ("budget", short), ("coverage", not coverage_complete))
+        kind = next((k for k, cause in first if cause), "comparisons")  # the first of ``why``
         return Verdict(PARTIALLY, kind, "; ".join(why))
     if all(j.reason == "floor" for j in judgements):
         return Verdict(INCONCLUSIVE, *below_floor)

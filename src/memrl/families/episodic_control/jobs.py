@@ -39,10 +39,10 @@ def _row(
     from memrl.agents.contract import log_row
     from memrl.stats.curves import CHECKPOINTS, window_mean
 
-    out = dict(out)
-    rets, lens = out.pop("episode_returns"), out.pop("episode_lengths")
+    shared = log_row(out, t, curve_points)
+    rets, lens = shared["episode_returns"], shared["episode_lengths"]
+    reported = {k: v for k, v in out.items() if k not in ("episode_returns", "episode_lengths")}
     radius = float(hp.get("merge_radius", 0.0))
-    shared = log_row({"episode_returns": rets, "episode_lengths": lens}, t, curve_points)
     return {
         "env": short_env(env_id),
         "env_id": env_id,
@@ -51,7 +51,7 @@ def _row(
         "seed": seed,
         "early_return": window_mean(rets, lens, 0, int(early_fraction * t)),
         "late_return": window_mean(rets, lens, int((1 - early_fraction) * t), t),
-        **out,
+        **reported,
         **shared,
         "checkpoints": list(CHECKPOINTS),
     }
@@ -74,15 +74,13 @@ def _run(
     size), then its tidy row."""
     from functools import partial
 
-    from memrl.agents.contract import Evals
+    from memrl.agents.contract import checkpoint_evals
     from memrl.envs.registry import make
     from memrl.runtime import seed_everything
-    from memrl.stats.curves import CHECKPOINTS
 
     seed_everything(seed)
     t = total_timesteps
-    evals = Evals(0, tuple(int(f * t) for f in CHECKPOINTS[:-1]))
-    out = train(partial(make, env_id), params(**hp), t, seed, evals)
+    out = train(partial(make, env_id), params(**hp), t, seed, checkpoint_evals(0, t))
     return _row(env_id, method, seed, t, hp, out, curve_points, early_fraction)
 
 

@@ -96,10 +96,9 @@ def _run(
     ``length``; ``wrap``: a wrapper around each env), checkpoint evaluations at each of
     :data:`~memrl.stats.curves.CHECKPOINTS` but the last (whose value is the final
     evaluation), then its tidy row (see :func:`_row`)."""
-    from memrl.agents.contract import Evals
+    from memrl.agents.contract import checkpoint_evals
     from memrl.envs.registry import make
     from memrl.runtime import seed_everything
-    from memrl.stats.curves import CHECKPOINTS
 
     def env_fn(env_seed: int | None) -> Any:
         env = make(env_id, env_seed, **({"length": length} if length else {}))
@@ -107,8 +106,7 @@ def _run(
 
     seed_everything(seed)
     t = total_timesteps
-    evals = Evals(eval_episodes, tuple(int(f * t) for f in CHECKPOINTS[:-1]))
-    out = train(env_fn, params(**hp), t, seed, evals)
+    out = train(env_fn, params(**hp), t, seed, checkpoint_evals(eval_episodes, t))
     return _row(env_id, method, seed, t, out, curve_points, length)
 
 
