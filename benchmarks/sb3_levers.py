@@ -11,7 +11,7 @@ The steady mode changes no arithmetic (the returns must be identical); fused Ada
 a different order, so a run may drift apart from float noise on: the script prints whether
 the episode returns are identical with each.
 
-    python benchmarks/sb3_levers.py [--steps 6000]
+    python benchmarks/sb3_levers.py [--steps 3000] [--rounds 2]
 """
 
 from __future__ import annotations
@@ -21,8 +21,6 @@ import time
 from collections.abc import Callable
 from functools import partial
 from typing import Any
-
-import torch as th
 
 from memrl.agents import sb3_baselines
 from memrl.agents.sb3 import sb3_kwargs
@@ -59,34 +57,51 @@ def run(lever: str, train: Callable[[], dict]) -> tuple[float, dict]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--steps", type=int, default=6000)
+    ap.add_argument("--steps", type=int, default=3000, help="DQN's steps (SAC runs a third)")
+    ap.add_argument("--rounds", type=int, default=2, help="each lever's best of this many")
     a = ap.parse_args()
     set_torch_threads(1)
     ec = load_family("episodic_control", "default")
     ro = load_family("recurrent_off_policy", "default")
-    tasks = {
-        "DQN · MinAtar Breakout": lambda: sb3_baselines.dqn_train(
-            partial(make, "MinAtar/Breakout-v1"), ec.dqn_for("MinAtar/Breakout-v1"), a.steps, 0
+    # the jobs train on almost every step past their replay start: so does the benchmark
+    minatar = ec.dqn_for("MinAtar/Breakout-v1").model_copy(update={"learning_starts": 500})
+    tasks: dict[str, tuple[int, Callable[[], dict]]] = {
+        "DQN · MinAtar Breakout": (
+            a.steps,
+            lambda: sb3_baselines.dqn_train(
+                partial(make, "MinAtar/Breakout-v1"), minatar, a.steps, 0
+            ),
         ),
-        "DQN · CartPole": lambda: sb3_baselines.dqn_train(
-            partial(make, "CartPole-v1"), ec.dqn_for("CartPole-v1"), a.steps, 0
+        "DQN · CartPole": (
+            a.steps,
+            lambda: sb3_baselines.dqn_train(
+                partial(make, "CartPole-v1"), ec.dqn_for("CartPole-v1"), a.steps, 0
+            ),
         ),
-        "SAC · Pendulum": lambda: sb3_baselines.sac_train(
-            partial(make, "memrl/Pendulum-V-v1"), ro.sac, a.steps // 3, 0
+        "SAC · Pendulum": (
+            a.steps // 3,
+            lambda: sb3_baselines.sac_train(
+                partial(make, "memrl/Pendulum-V-v1"), ro.sac, a.steps // 3, 0
+            ),
         ),
     }
-    th.manual_seed(0)
-    for task, train in tasks.items():
-        timed = {lever: run(lever, train) for lever in LEVERS}
-        base = timed["before"][0]
-        ratios = ", ".join(f"{k} {base / t:.2f}x" for k, (t, _) in timed.items() if k != "before")
-        same_steady = (
-            timed["steady mode"][1]["episode_returns"] == timed["before"][1]["episode_returns"]
-        )
-        same_fused = timed["both"][1]["episode_returns"] == timed["before"][1]["episode_returns"]
+    for task, (steps, train) in tasks.items():
+        run("before", train)  # warm-up: imports, allocator, first kernels
+        best: dict[str, float] = {}
+        out: dict[str, dict] = {}
+        for r in range(a.rounds):  # interleaved, the order reversed every other round
+            for lever in list(LEVERS)[:: 1 if r % 2 == 0 else -1]:
+                seconds, out[lever] = run(lever, train)
+                best[lever] = min(best.get(lever, seconds), seconds)
+        base = best["before"]
+        ratios = ", ".join(f"{k} {base / t:.2f}x" for k, t in best.items() if k != "before")
+        returns = out["before"]["episode_returns"]
         print(
-            f"{task}: {base / a.steps * 1e3:.2f} ms per step before; {ratios}; returns identical "
-            f"with steady mode: {same_steady}, with fused Adam: {same_fused}"
+            f"{task}: {base / steps * 1e3:.2f} ms per step before (best of {a.rounds}); "
+            f"{ratios}; returns identical with steady mode: "
+            f"{out['steady mode']['episode_returns'] == returns}, with fused Adam: "
+            f"{out['both']['episode_returns'] == returns}",
+            flush=True,
         )
 
 

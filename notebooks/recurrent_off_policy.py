@@ -168,7 +168,8 @@ save_figure(fig, out / "figures" / "tmaze.png")
 # (*context*), the span truncated backpropagation lets a recurrent core's gradients reach
 # (*truncation*: GRU, LSTM, FFM, S5), or nothing (*none*: the element-wise LSTM trained by
 # exact real-time recurrent learning). RATE is trained as its reference trains it (memory
-# detached between segments); `rate_bptt` back-propagates through all segments. A core
+# detached between segments); the paper profile adds `rate_bptt`, which back-propagates
+# through all segments. A core
 # *remembers* at ξ when its success IQM is ≥ 0.9 and its CI (over seeds and episodes) clears
 # chance by 0.1; the class follows from that rule on the horizons inside the training
 # corridors (`memrl.families.recurrent_off_policy.card`), never typed in. Horizons past them

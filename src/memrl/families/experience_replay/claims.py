@@ -482,7 +482,7 @@ def _stream(cfg: ExperienceReplayParams, runs: Runs, floors, claim: Claim, worse
         floor_reason="" if any(c.floor for c in comps) else NO_FLOOR_RUNS,
         deviations=[
             f"{st.total_timesteps} steps (the paper: 5M) on {len(st.env_ids)} MinAtar games "
-            "(the paper: 5)",
+            f"(the paper: 5), {st.seeds} seeds (the family's others: {cfg.seeds})",
             f"stream Q(λ) as the reference's stream_q_minatar.py: λ {q.lamda}, κ {q.kappa}, "
             f"step size {q.lr}, ε {q.epsilon_start} -> {q.epsilon_target} over "
             f"{q.exploration_fraction:.0%}, sparsity {q.sparsity}, hidden {q.hidden_size}; "

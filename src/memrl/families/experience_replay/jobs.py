@@ -287,10 +287,14 @@ def grid(cfg: ExperienceReplayParams) -> list[JobSpec]:
             ]
     st = cfg.stream
     if st is not None:
-        stream = st.model_dump(mode="json", exclude={"env_ids"})
-        cost = {STREAM: 2.2e-3, DQN1: 2.0e-3, DQN_REPLAY: 1.45e-3}  # s per step, measured
+        common = st.model_dump(
+            mode="json", include={"total_timesteps", "curve_points", "late_fraction"}
+        )
+        blocks = {STREAM: "stream_q", DQN1: "dqn1", DQN_REPLAY: "dqn"}
+        cost = {STREAM: 2.0e-3, DQN1: 3.9e-3, DQN_REPLAY: 1.8e-3}  # s per step, measured
         for env_id in st.env_ids:
-            for m in (STREAM, DQN1, DQN_REPLAY):
+            for m, block in blocks.items():
+                p = common | {block: getattr(st, block).model_dump(mode="json")}
                 out += [
                     job(
                         "stream_job",
@@ -299,9 +303,9 @@ def grid(cfg: ExperienceReplayParams) -> list[JobSpec]:
                         seed=s,
                         env_id=env_id,
                         method=m,
-                        p=stream,
+                        p=p,
                     )
-                    for s in seeds
+                    for s in range(st.seeds)
                 ]
     for c in RAE_CONDITIONS:
         out += [

@@ -85,6 +85,7 @@ class StreamParams(StrictModel):
     barrier") and DQN with replay (``dqn``, the episodic-control family's MinAtar DQN)."""
 
     env_ids: list[EnvId] = Field(min_length=1)
+    seeds: Annotated[int, Field(ge=2, strict=True)]  # its own: ~370 s a seed per game here
     total_timesteps: PosInt
     curve_points: Annotated[int, Field(ge=2, strict=True)]
     late_fraction: Annotated[float, Field(gt=0, le=1)]  # the training returns judged: the last

@@ -720,8 +720,8 @@ def ro_10(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult
             f"{t.layers} layers, d_model {t.d_model}, {t.memory_tokens} memory tokens, "
             f"segments of K = {K} (reference: 10 layers, 64, 15 tokens, K = 50; DT 8 layers)",
             "trained as the reference trainer trains it (src/trainer.py): the memory detached "
-            "between segments, an optimiser step per segment (the card also shows rate_bptt, "
-            "which back-propagates through all segments)",
+            "between segments, an optimiser step per segment (the paper profile's card also "
+            "shows rate_bptt, which back-propagates through all segments)",
             "the 2023 RATE: memory tokens only (no Transformer-XL cache, no Memory Retention "
             "Valve); learned positions within a segment",
             "our Passive T-Maze: 2 actions, the cue seen at step 0 only (reference: 4 "
