@@ -119,6 +119,8 @@ bench: install llm-server
 	$(BIN)/python -m pip install -q $(CONSTRAINTS) -e '.[bench]'
 	$(BIN)/python benchmarks/per_sampling.py
 	$(BIN)/python benchmarks/episodic_control.py
+	$(BIN)/python benchmarks/mfec_lookup.py
+	$(BIN)/python benchmarks/sb3_levers.py
 	$(BIN)/python benchmarks/memory_cores.py
 	$(BIN)/python benchmarks/recurrent_sac.py
 	$(BIN)/python benchmarks/lstm_ppo.py

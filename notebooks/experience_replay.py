@@ -185,6 +185,31 @@ plots.floor_band(ax, env_floor(floors, cfg.rae.env_id))
 save_figure(fig, out / "figures" / "rae.png")
 
 # %% [markdown]
+# ## 5. Replay's counter-claim: streaming deep RL (Elsayed, Vasan & Mahmood 2024)
+#
+# Stream Q(λ) learns from each transition once, as it arrives: no replay buffer, no batch, no
+# target network; eligibility traces, a step-size bound (ObGD), sparse initialisation,
+# LayerNorm and online normalisation keep it stable (`memrl.agents.stream_q`). Against it:
+# DQN with a buffer of 1 and batch 1 (DQN1, the "stream barrier") and DQN with its replay
+# buffer, on MinAtar games, each beside a random policy. Training returns (the paper's curves).
+
+# %%
+if cfg.stream is not None and len(sweeps["stream"]):
+    games = list(dict.fromkeys(sweeps["stream"].env))
+    fig, axes = plt.subplots(1, len(games), figsize=(6 * len(games), 4), squeeze=False)
+    for ax, game, env_id in zip(axes[0], games, cfg.stream.env_ids, strict=True):
+        plots.ci_curves(
+            ax,
+            sweeps["stream"][sweeps["stream"].env == game],
+            "environment steps",
+            "training return (last 10 episodes)",
+            game,
+            by="method",
+        )
+        plots.floor_band(ax, env_floor(floors, env_id))
+    save_figure(fig, out / "figures" / "stream.png")
+
+# %% [markdown]
 # ## Claims
 #
 # Verdicts come from the runs by one rule (`memrl.stats.claims.VERDICT_RULE`); nothing here

@@ -162,12 +162,19 @@ save_figure(fig, out / "figures" / "tmaze.png")
 #
 # Cherepanov et al. (2024) classify an agent's memory by holding its context K fixed and
 # moving the cue ξ steps back: **short-term** memory recalls only while ξ ≤ K, **long-term**
-# beyond it. Here every model (a decision transformer, RATE, and the GRU, LSTM, FFM, S5 and
-# window-of-K cores) is trained the same way, by behaviour cloning of oracle T-Maze runs
-# (`memrl.agents.cloning`), with K fixed, then scored at each ξ. A core *remembers* at ξ when
-# its success IQM is ≥ 0.9 and its CI stays above chance; the class follows from that rule
-# (`memrl.families.recurrent_off_policy.card`), never typed in. Cost: one training step of
-# the core at the timing job's sizes.
+# beyond it. Here every model is trained the same way, by behaviour cloning of oracle T-Maze
+# runs (`memrl.agents.cloning`), on segments of K steps, and scored at each ξ. What K *is*
+# differs by model (`K is`): the span a decision transformer, RATE or the window attends to
+# (*context*), the span truncated backpropagation lets a recurrent core's gradients reach
+# (*truncation*: GRU, LSTM, FFM, S5), or nothing (*none*: the element-wise LSTM trained by
+# exact real-time recurrent learning). RATE is trained as its reference trains it (memory
+# detached between segments); the paper profile adds `rate_bptt`, which back-propagates
+# through all segments. A core
+# *remembers* at ξ when its success IQM is ≥ 0.9 and its CI (over seeds and episodes) clears
+# chance by 0.1; the class follows from that rule on the horizons inside the training
+# corridors (`memrl.families.recurrent_off_policy.card`), never typed in. Horizons past them
+# measure extrapolation and are shown apart. Cost: seconds per training run, and one training
+# step of the core at the timing job's sizes.
 
 # %%
 memory_card = ro_card.card(runs.card, cfg.bootstrap_reps, runs.timing)
@@ -175,13 +182,18 @@ atomic_write_json(out / "memory_card.json", memory_card)
 if memory_card["rows"]:
     print(f"K = {cfg.card.context}; {memory_card['rule']}")
     print(ro_card.table(memory_card).to_string())
-    fig, ax = plt.subplots(figsize=(6, 3.8))
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.8), sharey=True)
     card_rows = pd.DataFrame(memory_card["rows"])
-    plots.ci_points(ax, card_rows, "xi_over_K", "ξ / K", "success rate", by="core")
-    ax.axhline(0.5, color="gray", ls=":", label="chance")
-    ax.axvline(1.0, color="black", ls="--", lw=1, label="ξ = K")
-    ax.set(xscale="log", ylim=(-0.05, 1.05))
-    ax.legend(fontsize=8, ncol=2)
+    trained = max(cfg.card.train_lengths) / cfg.card.context
+    for ax, kind in zip(axes, ("context", "truncation", "none"), strict=True):
+        part = card_rows[card_rows.K_kind == kind]
+        if len(part):
+            plots.ci_points(ax, part, "xi_over_K", "ξ / K", "success rate", by="core")
+        ax.axhline(0.5, color="gray", ls=":", label="chance")
+        ax.axvline(1.0, color="black", ls="--", lw=1, label="ξ = K")
+        ax.axvspan(trained, card_rows.xi_over_K.max() * 1.2, color="0.9", label="extrapolation")
+        ax.set(xscale="log", ylim=(-0.05, 1.05), title=f"K is {kind}")
+        ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
     save_figure(fig, out / "figures" / "memory_card.png")
 

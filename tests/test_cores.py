@@ -31,8 +31,26 @@ def test_ffm_gradients_flow_to_decay_and_frequency():
     core = FFMCore(4, 8, memory_size=4, context_size=2)
     y, _ = core(th.randn(2, 40, 4), core.initial_state(2))
     y.pow(2).mean().backward()
-    for p in (core.log_decay, core.freq, core.pre.weight, core.mix.weight):
+    for p in (core.a, core.freq, core.pre.weight, core.mix.weight):
         assert p.grad is not None and th.isfinite(p.grad).all() and p.grad.abs().sum() > 0
+    assert (core.a.grad != 0).all()  # no trace starts clamped at its bound
+
+
+def test_ffm_decays_start_as_the_reference_spaces_them():
+    core = FFMCore(4, 8, memory_size=5, context_size=2, max_period=1024)
+    assert core.limit == pytest.approx(0.6832, abs=1e-4)
+    a = core.a.detach()
+    assert a[0] == pytest.approx(-0.6732, abs=1e-4) and a[-1] == pytest.approx(-0.0045, abs=1e-4)
+    assert th.allclose(a.diff(), a.diff()[0].expand(4))  # evenly spaced
+
+
+def test_s5_draws_c_with_the_reference_fan_in():
+    from memrl.memory.cores import S5Layer
+
+    th.manual_seed(0)
+    width, state = 64, 32  # C0: (H, 2P, 2), fan-in 2P * H; C = C0 V keeps the scale
+    c = th.cat([S5Layer(width, state).c.detach().flatten() for _ in range(8)])
+    assert c.std().item() == pytest.approx(1 / (state * width) ** 0.5, rel=0.1)
 
 
 def test_ffm_traces_decay_and_stay_finite_over_long_sequences():

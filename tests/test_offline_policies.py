@@ -30,18 +30,35 @@ def test_rate_remembers_beyond_its_context_where_the_decision_transformer_cannot
     K = 2
     th.manual_seed(0)
     out = {}
-    for model in ("dt", "rate"):
+    for model in ("dt", "rate", "rate_bptt"):
         p = offline_policies.OfflineParams(model=model, context=K, epochs=20)
         policy, losses = cloning.train(data(K), p, seed=0)
         assert losses[-1] < losses[0]
         out[model] = [cloning.success_rate(policy, xi, 40, 10**6) for xi in (K, 4 * K)]
     assert out["dt"][0] == 1.0 and out["dt"][1] <= 0.7  # within K it recalls; beyond, chance
-    assert out["rate"] == [1.0, 1.0]
+    assert out["rate_bptt"] == [1.0, 1.0]  # memory trained through every segment
+    assert out["rate"][0] == 1.0  # the reference trainer (memory detached) learns within K
 
 
-@pytest.mark.parametrize("model", ["gru", "lstm", "ffm", "s5", "window"])
+def test_truncation_stops_gradients_at_segment_boundaries():
+    """The segment trainer carries a core's state across segments detached: a loss in the
+    second segment moves nothing through the first segment's inputs."""
+    from memrl.agents.cloning import _detach
+
+    th.manual_seed(0)
+    p = offline_policies.OfflineParams(model="gru", context=2)
+    policy = offline_policies.make_policy(2, 2, p)
+    x = th.randn(1, 4, p.d_model, requires_grad=True)
+    y1, state = policy.core(x[:, :2], policy.core.initial_state(1))
+    y2, _ = policy.core(x[:, 2:], _detach(state))
+    y2.sum().backward()
+    assert x.grad[:, :2].abs().sum() == 0 and x.grad[:, 2:].abs().sum() > 0
+
+
+@pytest.mark.parametrize("model", ["gru", "lstm", "ffm", "s5", "window", "rtrl"])
 def test_every_core_learns_the_maze_within_its_context_without_nan(model):
-    p = offline_policies.OfflineParams(model=model, context=4, epochs=20, learning_rate=3e-3)
+    lr = 1e-2 if model == "rtrl" else 3e-3  # RTRL: one step per trajectory, not per segment
+    p = offline_policies.OfflineParams(model=model, context=4, epochs=20, learning_rate=lr)
     policy, losses = cloning.train(data(4), p, seed=0)
     assert np.isfinite(losses).all()
     assert cloning.success_rate(policy, 4, 40, 10**6) == 1.0

@@ -15,11 +15,19 @@ as the recurrent memory transformer lays them out::
     m_read of segment s+1 = output at m_write of segment s  (the first: learned embeddings)
 
 so what the write tokens saw reaches later segments. Training runs the segments of a
-trajectory in order and back-propagates through the memory across all of them; acting, the
-current segment is re-read step by step after the memory of the finished ones.
+trajectory in order as the reference trainer does (CognitiveAISystems/RATE,
+``src/trainer.py``): the memory is detached between segments and the optimiser steps once per
+segment. ``rate_bptt`` is the variant that back-propagates through the memory across all the
+segments of a trajectory, one step per trajectory. Acting, the current segment is re-read
+step by step after the memory of the finished ones.
 
 **Recurrent cores** (GRU, LSTM, FFM, S5, window of K): ``[o_t, a_{t-1}, R_t]`` embedded, the
-core over the whole trajectory (its state is its memory), a linear head.
+core, a linear head. Trained on the same segments of ``K`` steps, the state carried from one
+to the next and detached (truncated backpropagation through time: ``K`` is how far back
+gradients reach), one optimiser step per segment. **RTRL** (:class:`RTRLPolicy`): an
+element-wise LSTM whose gradients reach back to the trajectory's start by exact real-time
+recurrent learning (:mod:`memrl.memory.rtrl`), one step per trajectory. :data:`K_KIND` says
+what ``K`` is for each.
 
 Deviations from the RATE reference (CognitiveAISystems/RATE, ``run_experiments/TMaze.sh``)
 are set by :class:`OfflineParams` and listed by the claims: no Transformer-XL cache and no
@@ -42,7 +50,7 @@ from memrl.schema import PosInt, StrictModel
 class OfflineParams(StrictModel):
     """A sequence policy trained by behaviour cloning on oracle T-Maze trajectories."""
 
-    model: Literal["dt", "rate", "gru", "lstm", "ffm", "s5", "window"]
+    model: Literal["dt", "rate", "rate_bptt", "gru", "lstm", "ffm", "s5", "window", "rtrl"]
     context: PosInt  # K: steps per segment (transformers) or frames seen (window)
     sections: PosInt = 3  # training trajectories span 1..sections segments of K steps
     d_model: PosInt = 64
@@ -64,7 +72,7 @@ class TrajectoryTransformer(nn.Module):
     def __init__(self, obs_dim: int, n_actions: int, p: OfflineParams) -> None:
         super().__init__()
         d, self.K = p.d_model, p.context
-        self.M = p.memory_tokens if p.model == "rate" else 0
+        self.M = p.memory_tokens if p.model in ("rate", "rate_bptt") else 0
         self.n_actions = n_actions
         self.embed_rtg = nn.Linear(1, d)
         self.embed_obs = nn.Linear(obs_dim, d)
@@ -138,7 +146,43 @@ class CorePolicy(nn.Module):
         return self.head(y)
 
 
+class RTRLPolicy(CorePolicy):
+    """``[o_t, a_{t-1}, R_t]`` as they are -> the element-wise LSTM trained by exact RTRL
+    (:mod:`memrl.memory.rtrl`) -> action logits. No trained layer below the core: RTRL's
+    sensitivities would have to cover it too (Irie et al. put the eLSTM first likewise)."""
+
+    def __init__(self, obs_dim: int, n_actions: int, p: OfflineParams) -> None:
+        nn.Module.__init__(self)
+        from memrl.memory.rtrl import ELSTM
+
+        self.n_actions = n_actions
+        self.core = ELSTM(obs_dim + n_actions + 1, p.d_model)
+        self.head = nn.Linear(p.d_model, n_actions)
+
+    def inputs(self, obs: th.Tensor, prev_act: th.Tensor, rtg: th.Tensor) -> th.Tensor:
+        a = F.one_hot(prev_act.clamp(min=0), self.n_actions).to(obs) * (prev_act >= 0)[..., None]
+        return th.cat([obs, a, rtg[..., None]], -1)
+
+
+# what K is for each policy: the span it attends to (context), the span its training lets
+# gradients reach through its state (truncation), or nothing (none: gradients reach back to
+# the trajectory's start)
+K_KIND = {
+    "dt": "context",
+    "window": "context",
+    "rate": "context",  # its memory is detached between segments: no gradient across them
+    "rate_bptt": "context",  # its memory back-propagates through every segment
+    "gru": "truncation",
+    "lstm": "truncation",
+    "ffm": "truncation",
+    "s5": "truncation",
+    "rtrl": "none",
+}
+
+
 def make_policy(obs_dim: int, n_actions: int, p: OfflineParams) -> nn.Module:
-    if p.model in ("dt", "rate"):
+    if p.model in ("dt", "rate", "rate_bptt"):
         return TrajectoryTransformer(obs_dim, n_actions, p)
+    if p.model == "rtrl":
+        return RTRLPolicy(obs_dim, n_actions, p)
     return CorePolicy(obs_dim, n_actions, p)

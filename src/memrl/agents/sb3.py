@@ -58,17 +58,39 @@ class SACParams(StrictModel):
 
 
 def sb3_kwargs(hp: BaseModel, seed: int, **overrides: Any) -> dict[str, Any]:
-    """``hp``'s fields as SB3 constructor kwargs; ``net_arch`` moves into ``policy_kwargs``.
+    """``hp``'s fields as SB3 constructor kwargs; ``net_arch`` moves into ``policy_kwargs``,
+    with Adam's fused kernel (``optimizer_kwargs``: one kernel per step for every parameter,
+    the same update up to float rounding; ``benchmarks/sb3_levers.py`` measures it).
 
     The device is picked automatically (CUDA when present, else CPU).
     """
     kwargs = hp.model_dump(exclude={"anneal_from"})
-    kwargs["policy_kwargs"] = {"net_arch": list(kwargs.pop("net_arch"))}
+    kwargs["policy_kwargs"] = {
+        "net_arch": list(kwargs.pop("net_arch")),
+        "optimizer_kwargs": {"fused": True},
+    }
     if "train_freq_unit" in kwargs:  # DQN: every n steps or every n episodes
         kwargs["train_freq"] = (kwargs["train_freq"], kwargs.pop("train_freq_unit"))
     kwargs.update(seed=seed, device=get_device(), verbose=0)
     kwargs.update(overrides)
     return kwargs
+
+
+def steady(policy: type) -> type:
+    """``policy`` (an SB3 policy class) that switches its modules' training mode only when
+    the mode changes: SB3 sets it on every ``predict`` (every env step) and ``train`` call,
+    each time walking every module (``benchmarks/sb3_levers.py`` measures the difference)."""
+
+    class Steady(policy):  # type: ignore[misc, valid-type]
+        _mode: bool | None = None
+
+        def set_training_mode(self, mode: bool) -> None:
+            if mode != self._mode:
+                super().set_training_mode(mode)
+                self._mode = mode
+
+    Steady.__name__ = Steady.__qualname__ = f"Steady{policy.__name__}"
+    return Steady
 
 
 def silent(model: Any) -> Any:

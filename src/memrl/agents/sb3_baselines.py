@@ -29,6 +29,7 @@ from memrl.agents.sb3 import (
     minatar_cnn_extractor,
     sb3_kwargs,
     silent,
+    steady,
 )
 from memrl.runtime import get_device
 
@@ -89,7 +90,9 @@ def sac_train(
     env = env_for(seed)
     check_env = env_for(seed + CHECKPOINT_SEED_OFFSET)
     checks = checkpoint_callback(eval_at, lambda m: evaluate_returns(m, check_env, eval_episodes))
-    model = silent(SAC("MlpPolicy", env, **sb3_kwargs(hp, seed))).learn(
+    from stable_baselines3.sac.policies import SACPolicy
+
+    model = silent(SAC(steady(SACPolicy), env, **sb3_kwargs(hp, seed))).learn(
         total_steps, callback=checks
     )
     evals = evaluate_returns(model, env_for(seed + EVAL_SEED_OFFSET), eval_episodes)
@@ -196,9 +199,11 @@ def dqn_train(
 
     env = Monitor(env_fn(seed))
     kwargs = sb3_kwargs(hp, seed)
-    policy = "MlpPolicy"
+    from stable_baselines3.dqn.policies import CnnPolicy, DQNPolicy
+
+    policy = steady(DQNPolicy)
     if is_image(env):
-        policy = "CnnPolicy"
+        policy = steady(CnnPolicy)
         kwargs["policy_kwargs"].update(
             features_extractor_class=minatar_cnn_extractor(), normalize_images=False
         )
@@ -222,15 +227,16 @@ def per_dqn_train(
     ``beta0``; ``evals.episodes`` greedy episodes after training (``eval_returns``)."""
     from stable_baselines3 import DQN
     from stable_baselines3.common.monitor import Monitor
+    from stable_baselines3.dqn.policies import DQNPolicy
 
     from memrl.agents.per_dqn import PrioritizedDQN
 
     env = Monitor(env_fn(None))
     kwargs = sb3_kwargs(hp, seed)
     if per is not None:
-        model = PrioritizedDQN("MlpPolicy", env, replay_buffer_kwargs=dict(per), **kwargs)
+        model = PrioritizedDQN(steady(DQNPolicy), env, replay_buffer_kwargs=dict(per), **kwargs)
     else:
-        model = DQN("MlpPolicy", env, **kwargs)
+        model = DQN(steady(DQNPolicy), env, **kwargs)
     silent(model).learn(total_steps)
     eval_env = Monitor(env_fn(None))
     eval_env.reset(seed=seed + EVAL_SEED_OFFSET)
@@ -274,7 +280,9 @@ def her_dqn_success(
         return successes / eval_episodes
 
     checks = checkpoint_callback(eval_at, success)
-    model = silent(DQN("MultiInputPolicy", env, **kwargs))
+    from stable_baselines3.dqn.policies import MultiInputPolicy
+
+    model = silent(DQN(steady(MultiInputPolicy), env, **kwargs))
     model.learn(total_steps, callback=checks)
     return [*checks.results, success(model)]
 
@@ -302,7 +310,9 @@ def sac_with_prior_train(
     if prior is not None:
         kwargs["replay_buffer_class"] = MixedReplayBuffer
         kwargs["replay_buffer_kwargs"] = {"prior": prior, "prior_fraction": prior_fraction}
-    model = silent(SAC("MlpPolicy", env, **kwargs))
+    from stable_baselines3.sac.policies import SACPolicy
+
+    model = silent(SAC(steady(SACPolicy), env, **kwargs))
     model.learn(total_steps)
     eval_env = Monitor(env_fn(None))
     eval_env.reset(seed=seed + EVAL_SEED_OFFSET)

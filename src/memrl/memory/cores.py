@@ -11,13 +11,11 @@ the paper's equations:
     z_t = Linear([Re S_t, Im S_t])
     y_t = LayerNorm(z_t) * sigmoid(g_out) + thru * (1 - sigmoid(g_out))
 
-In sequence mode the recurrence is solved in closed form within chunks of
-``L <= 16`` steps, ``S_t = sum_{i<=t} gamma^(t-i) u_i``, a lower-triangular mix of
-decaying powers only (float32 real arithmetic; an earlier version summed
-``gamma^-i u_i`` and overflowed in the backward pass once a decay reached its cap),
-then each chunk adds ``gamma^t`` times the state carried in from the earlier
-chunks — itself a decaying lower-triangular mix over chunks, one batched matrix
-product. No Python loop over time or chunks.
+In sequence mode FFM's and S5's diagonal recurrences are solved by one scan
+(:func:`diagonal_scan`): in closed form within chunks of ``L <= 16`` steps,
+``S_t = sum_{i<=t} gamma^(t-i) u_i``, a lower-triangular mix of decaying powers only
+(float32 real arithmetic), then a parallel scan over the chunks' end states. No Python
+loop over time.
 """
 
 from __future__ import annotations
@@ -69,13 +67,14 @@ class FFMCore(nn.Module):
 
     :param memory_size: ``m``, traces per context (decay rates ``a_j``).
     :param context_size: ``c``, oscillation frequencies ``b_k`` per trace.
-    :param max_period: decays initialised so the slowest trace falls to 1% after
-        this many steps, frequencies spread over periods 1..max_period.
-    :param chunk: time steps per closed-form chunk (its mix costs ``chunk`` products per
-        step; the decay cap, a 100x fall per step, keeps the parametrisation of the paper).
+    :param max_period: as the reference (FFA in smorad/ffm): decays ``a`` initialised evenly
+        from ``-(limit - 0.01)`` to ``ln(0.01) / max_period`` (the slowest trace falls to 1%
+        after ``max_period`` steps) and kept in ``[-limit, -1e-8]``, ``limit = ln(float64
+        max) / max_period - 0.01`` (0.683 at 1024: the reference's overflow guard, kept
+        though our chunked closed form needs none); frequencies spread over periods
+        1..max_period.
+    :param chunk: time steps per closed-form chunk (its mix costs ``chunk`` products per step).
     """
-
-    MAX_DECAY = 4.6  # |a| <= ln(100)
 
     def __init__(
         self,
@@ -93,8 +92,9 @@ class FFMCore(nn.Module):
         self.pre = nn.Linear(input_size, 2 * memory_size + 2 * hidden_size)
         self.mix = nn.Linear(2 * memory_size * context_size, hidden_size)
         self.norm = nn.LayerNorm(hidden_size)
-        periods = th.linspace(1.0, max_period, memory_size)
-        self.log_decay = nn.Parameter(th.log(-math.log(0.01) / periods))  # a = -exp(log_decay) < 0
+        self.limit = math.log(th.finfo(th.float64).max) / max_period - 0.01
+        slowest = max(min(-1e-6, math.log(0.01) / max_period), -self.limit + 0.01)
+        self.a = nn.Parameter(th.linspace(-self.limit + 0.01, slowest, memory_size))
         self.freq = nn.Parameter(2 * math.pi / th.linspace(1.0, max_period, context_size))
 
     def initial_state(self, batch: int) -> th.Tensor:
@@ -102,7 +102,11 @@ class FFMCore(nn.Module):
         return th.zeros(batch, self.m, self.c, 2)
 
     def _decay(self) -> th.Tensor:
-        return -self.log_decay.exp().clamp(max=self.MAX_DECAY)  # a_j < 0, shape (m,)
+        """``a_j`` (m,), projected into ``[-limit, -1e-8]`` as the reference does (the stored
+        value too, so a step past the bound comes back at once)."""
+        with th.no_grad():
+            self.a.clamp_(-self.limit, -1e-8)
+        return self.a
 
     def _split(self, x: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
         u, g_in, thru, g_out = self.pre(x).split(
@@ -113,60 +117,38 @@ class FFMCore(nn.Module):
     def _readout(self, s: th.Tensor, thru: th.Tensor, gate: th.Tensor) -> th.Tensor:
         return self.norm(self.mix(s.flatten(-3))) * gate + thru * (1 - gate)
 
-    def _powers(self, t: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
-        """``gamma^t`` for times ``t`` (L,): magnitude (L, m, 1), cos and sin (L, 1, c)."""
-        mag = th.exp(self._decay()[None, :, None] * t[:, None, None])
-        phase = self.freq[None, None, :] * t[:, None, None]
-        return mag, th.cos(phase), th.sin(phase)
+    def _log_gamma(self) -> tuple[th.Tensor, th.Tensor]:
+        """``log gamma_jk = a_j + i b_k`` flattened over (m, c): real and imaginary parts."""
+        m, c = self.m, self.c
+        return self._decay()[:, None].expand(m, c).reshape(-1), self.freq.expand(m, c).reshape(-1)
 
     def forward(self, x: th.Tensor, state: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        """``S_t = gamma S_{t-1} + u_t`` over the sequence by :func:`diagonal_scan` (the scan
+        S5 uses: the m x c traces are its P complex states), the carried state entering as
+        ``gamma S_0`` added to the first input."""
         u, thru, gate = self._split(x)  # u: (B, T, m)
         B, T, _ = u.shape
-        L = self.chunk
-        n = -(-T // L)
-        u = F.pad(u, (0, 0, 0, n * L - T)).reshape(B, n, L, self.m)
-        t = th.arange(1, L + 1, dtype=u.dtype, device=u.device)
-        mag, cos, sin = self._powers(t)
-        g_re, g_im = mag * cos, mag * sin  # gamma^t, (L, m, c)
-        # within each chunk, from a zero start: S(t) = sum_{i<=t} gamma^(t-i) u_i, a
-        # lower-triangular mix with decaying powers only (no gamma^-i: safe at any decay)
-        gap = t[:, None] - t[None, :]  # t - i, (L, L)
-        pm, pc, ps = self._powers(gap.clamp(min=0).flatten())
-        low = (gap >= 0).flatten()[:, None, None]
-        w_re = (pm * pc * low).reshape(L, L, self.m, self.c)
-        w_im = (pm * ps * low).reshape(L, L, self.m, self.c)
-        acc_re = th.einsum("timc,bnim->bntmc", w_re, u)  # (B, n, L, m, c)
-        acc_im = th.einsum("timc,bnim->bntmc", w_im, u)
-        # carry across chunks: the state entering chunk k is
-        #   C_k = gamma^{kL} C_0 + sum_{j<k} gamma^{(k-1-j)L} E_j,   E_j = S_local,j(L),
-        # a decaying (never growing) lower-triangular mix over chunks: one batched matmul
-        k = th.arange(n, dtype=u.dtype, device=u.device)
-        d = k[:, None] - 1 - k[None, :]  # (n, n): chunks between j's end and k's start
-        a, f = self._decay(), self.freq
-        dmag = th.exp(a[:, None, None, None] * L * d.clamp(min=0)) * (d >= 0)  # (m, 1, n, n)
-        dph = f[None, :, None, None] * L * d  # (1, c, n, n)
-        d_re, d_im = dmag * th.cos(dph), dmag * th.sin(dph)  # (m, c, n, n)
-        e_re, e_im = acc_re[:, :, -1], acc_im[:, :, -1]  # each chunk's end from zero, (B, n, m, c)
-        mix = "mckj,bjmc->bkmc"
-        c_re = th.einsum(mix, d_re, e_re) - th.einsum(mix, d_im, e_im)
-        c_im = th.einsum(mix, d_re, e_im) + th.einsum(mix, d_im, e_re)
-        pmag = th.exp(a[None, :, None] * L * k[:, None, None])  # gamma^{kL}: (n, m, 1)
-        pph = f[None, None, :] * L * k[:, None, None]  # (n, 1, c)
-        s0_re, s0_im = state[:, None, ..., 0], state[:, None, ..., 1]  # (B, 1, m, c)
-        c_re = c_re + pmag * (th.cos(pph) * s0_re - th.sin(pph) * s0_im)
-        c_im = c_im + pmag * (th.sin(pph) * s0_re + th.cos(pph) * s0_im)
-        # S(t) = S_local(t) + gamma^t C_k
-        c_re, c_im = c_re[:, :, None], c_im[:, :, None]
-        s_re = acc_re + g_re * c_re - g_im * c_im
-        s_im = acc_im + g_re * c_im + g_im * c_re
-        s = th.stack([s_re, s_im], -1).reshape(B, n * L, self.m, self.c, 2)[:, :T]
+        log_re, log_im = self._log_gamma()
+        b = u[..., None].expand(B, T, self.m, self.c).reshape(B, T, -1)  # real inputs
+        g_re, g_im = _power(log_re, log_im, 1)
+        s0_re, s0_im = state[..., 0].reshape(B, 1, -1), state[..., 1].reshape(B, 1, -1)
+        first_re = b[:, :1] + g_re * s0_re - g_im * s0_im
+        first_im = g_re * s0_im + g_im * s0_re
+        s_re, s_im = diagonal_scan(
+            log_re,
+            log_im,
+            th.cat([first_re, b[:, 1:]], 1),
+            th.cat([first_im, th.zeros_like(b[:, 1:])], 1),
+            chunk=self.chunk,
+        )
+        s = th.stack([s_re, s_im], -1).reshape(B, T, self.m, self.c, 2)
         return self._readout(s, thru, gate), s[:, -1]
 
     def step(self, x: th.Tensor, state: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
         u, thru, gate = self._split(x)  # u: (B, m)
-        mag, cos, sin = (z[0] for z in self._powers(th.ones(1)))
+        g_re, g_im = (g.view(self.m, self.c) for g in _power(*self._log_gamma(), 1))
         re, im = state[..., 0], state[..., 1]
-        s = th.stack([mag * (cos * re - sin * im) + u[..., None], mag * (sin * re + cos * im)], -1)
+        s = th.stack([g_re * re - g_im * im + u[..., None], g_re * im + g_im * re], -1)
         return self._readout(s, thru, gate), s
 
 
@@ -288,6 +270,13 @@ def diagonal_scan(
     return x_re.reshape(B, n * L, P)[:, :T], x_im.reshape(B, n * L, P)[:, :T]
 
 
+def lecun_normal(shape: tuple[int, ...], fan_in: int) -> th.Tensor:
+    """flax's ``lecun_normal``: a standard normal truncated at +-2, rescaled to unit variance,
+    times ``1 / sqrt(fan_in)``."""
+    x = nn.init.trunc_normal_(th.empty(shape), 0.0, 1.0, -2.0, 2.0)
+    return x / 0.87962566103423978 / math.sqrt(fan_in)
+
+
 class S5Layer(nn.Module):
     """One S5 layer (Smith et al. 2023) as popjaxrl's POPGym agent configures it
     (zero-order hold, conjugate symmetry, ``full_glu``, no normalisation):
@@ -298,8 +287,9 @@ class S5Layer(nn.Module):
 
     with ``Lambda_bar = exp(Lambda dt)``, ``B_bar = (Lambda_bar - 1) / Lambda * B``.
     ``Lambda`` starts at the first half of HiPPO-N's eigenvalues (the other half are their
-    conjugates), ``B = V^* B0``, ``C = C0 V`` with lecun-scaled ``B0, C0``, ``D ~ N(0, 1)``,
-    ``log dt ~ U[log 0.001, log 0.1]``. The state is (batch, P, 2): real and imaginary parts.
+    conjugates), ``B = V^* B0``, ``C = C0 V`` with ``B0, C0`` lecun-normal as the reference
+    draws them (lindermanlab/S5 ``ssm.py``: B0 of shape (2P, H), C0 of shape (H, 2P, 2), so
+    C0's fan-in is 2P * H), ``D ~ N(0, 1)``, ``log dt ~ U[log 0.001, log 0.1]``. The state is (batch, P, 2): real and imaginary parts.
     The big tensors stay real (complex products written out), as in :class:`FFMCore`.
     """
 
@@ -312,8 +302,10 @@ class S5Layer(nn.Module):
         lam, v = lam[: self.P], v[:, : self.P]
         self.lambda_re = nn.Parameter(lam.real.clone())
         self.lambda_im = nn.Parameter(lam.imag.clone())
-        b0 = th.randn(state_size, width) / math.sqrt(state_size)
-        c0 = th.complex(*th.randn(2, width, state_size)) / math.sqrt(state_size)
+        # lecun_normal (flax: a normal truncated at 2 sd, rescaled to keep the sd) over the
+        # reference's shapes: B (2P, H), fan-in 2P; C (H, 2P, 2), fan-in 2P * H
+        b0 = lecun_normal((state_size, width), state_size)
+        c0 = th.complex(*lecun_normal((2, width, state_size), state_size * width))
         self.b = nn.Parameter(th.view_as_real(v.conj().T @ b0.to(v)))  # (P, width, 2)
         self.c = nn.Parameter(th.view_as_real(c0 @ v))  # (width, P, 2)
         self.d = nn.Parameter(th.randn(width))

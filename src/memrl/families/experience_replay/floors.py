@@ -1,5 +1,5 @@
 """The experience-replay family's floors, run as ordinary jobs: Q-learning's starting point
-(Q = 0, no update) on the rare-reward chain, a uniformly random policy on the DQN and RaE
+(Q = 0, no update) on the rare-reward chain, a uniformly random policy on the DQN, RaE and streaming
 tasks (every episode of the whole budget, as the agents' training curves log them) and on
 bit flipping (its success rate at each n). The Blind Cliffwalk has no floor: a learner that
 never learns never reaches the threshold. Nothing here knows about claims."""
@@ -63,10 +63,13 @@ def grid(cfg: ExperienceReplayParams) -> list[JobSpec]:
                 label=f"no learning · chain · seed {s}",
             )
         )
-        for env_id, steps in (
+        tasks = [
             (cfg.per_dqn.env_id, cfg.per_dqn.total_timesteps),
             (cfg.rae.env_id, cfg.rae.total_timesteps),
-        ):
+        ]
+        if cfg.stream is not None:  # the streaming claims' MinAtar games, over their budget
+            tasks += [(e, cfg.stream.total_timesteps) for e in cfg.stream.env_ids]
+        for env_id, steps in tasks:
             kw = {"env_id": env_id, "env": env_id, "seed": s, "steps": steps}
             out.append(
                 JobSpec(

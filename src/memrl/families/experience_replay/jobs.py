@@ -171,6 +171,44 @@ def rae_job(seed: int, condition: str, p: dict[str, Any], prior_path: str) -> di
     }
 
 
+STREAM, DQN1, DQN_REPLAY = "stream Q(λ)", "DQN1", "DQN"  # the streaming claims' methods
+
+
+def stream_job(seed: int, env_id: str, method: str, p: dict[str, Any]) -> dict[str, Any]:
+    """One streaming-claim run on a MinAtar game: stream Q(lambda), DQN with a buffer of 1 and
+    batch 1 (DQN1), or DQN with replay; its training curve and the mean training return of
+    the last ``late_fraction`` of its steps (the paper's curves are training returns)."""
+    from memrl.agents.contract import log_row
+    from memrl.agents.sb3 import DQNParams
+    from memrl.agents.sb3_baselines import dqn_train
+    from memrl.agents.stream_q import StreamQParams
+    from memrl.agents.stream_q import train as stream_train
+    from memrl.envs.registry import make, short_env
+    from memrl.runtime import seed_everything
+    from memrl.stats.curves import window_mean
+
+    seed_everything(seed)
+    steps, env_fn = p["total_timesteps"], partial(make, env_id)
+    if method == STREAM:
+        out = stream_train(env_fn, StreamQParams(**p["stream_q"]), steps, seed)
+    else:
+        hp = DQNParams(**p["dqn1" if method == DQN1 else "dqn"])
+        out = dqn_train(env_fn, hp, steps, seed)
+    row = log_row(out, steps, p["curve_points"])
+    late = window_mean(
+        row["episode_returns"], row["episode_lengths"], int((1 - p["late_fraction"]) * steps), steps
+    )
+    return {
+        "kind": "stream",
+        "seed": seed,
+        "env": short_env(env_id),
+        "env_id": env_id,
+        "method": method,
+        "late_return": late,
+        **row,
+    }
+
+
 def preflight(cfg: ExperienceReplayParams) -> None:
     """Fail before any job if the prior experiment's data is missing."""
     from memrl.memory.mixed import Transitions
@@ -247,6 +285,28 @@ def grid(cfg: ExperienceReplayParams) -> list[JobSpec]:
                 )
                 for s in seeds
             ]
+    st = cfg.stream
+    if st is not None:
+        common = st.model_dump(
+            mode="json", include={"total_timesteps", "curve_points", "late_fraction"}
+        )
+        blocks = {STREAM: "stream_q", DQN1: "dqn1", DQN_REPLAY: "dqn"}
+        cost = {STREAM: 2.0e-3, DQN1: 3.9e-3, DQN_REPLAY: 1.8e-3}  # s per step, measured
+        for env_id in st.env_ids:
+            for m, block in blocks.items():
+                p = common | {block: getattr(st, block).model_dump(mode="json")}
+                out += [
+                    job(
+                        "stream_job",
+                        cost[m] * st.total_timesteps,
+                        f"{m} · {env_id} · seed {s}",
+                        seed=s,
+                        env_id=env_id,
+                        method=m,
+                        p=p,
+                    )
+                    for s in range(st.seeds)
+                ]
     for c in RAE_CONDITIONS:
         out += [
             job(

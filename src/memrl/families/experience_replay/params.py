@@ -1,4 +1,5 @@
-"""Schema of the ``experience_replay`` section of ``params.yaml`` (Q-learning with replay, PER, HER, replay across experiments).
+"""Schema of the ``experience_replay`` section of ``params.yaml`` (Q-learning with replay, PER,
+HER, replay across experiments, and the counter-claim: streaming RL without replay).
 
 Loaded by :func:`memrl.config.load_family`, which finds it by the family's name:
 a family's schema lives in its own module so that changing it reruns only that
@@ -12,6 +13,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from memrl.agents.sb3 import DQNParams, SACParams
+from memrl.agents.stream_q import StreamQParams
 from memrl.schema import EnvId, NonNegInt, PosFloat, PosInt, Prob, StrictModel
 
 
@@ -77,6 +79,27 @@ class RaEParams(StrictModel):
     sac: SACParams
 
 
+class StreamParams(StrictModel):
+    """Replay's counter-claim (Elsayed, Vasan & Mahmood 2024) on MinAtar: stream Q(lambda)
+    (no buffer, batch 1) against DQN with a buffer of 1 and batch 1 (``dqn1``, the "stream
+    barrier") and DQN with replay (``dqn``, the episodic-control family's MinAtar DQN)."""
+
+    env_ids: list[EnvId] = Field(min_length=1)
+    seeds: Annotated[int, Field(ge=2, strict=True)]  # its own: ~370 s a seed per game here
+    total_timesteps: PosInt
+    curve_points: Annotated[int, Field(ge=2, strict=True)]
+    late_fraction: Annotated[float, Field(gt=0, le=1)]  # the training returns judged: the last
+    stream_q: StreamQParams
+    dqn1: DQNParams
+    dqn: DQNParams
+
+    @model_validator(mode="after")
+    def _stream_barrier(self) -> StreamParams:
+        if (self.dqn1.buffer_size, self.dqn1.batch_size, self.dqn1.train_freq) != (1, 1, 1):
+            raise ValueError("stream.dqn1 is DQN with buffer_size 1, batch_size 1, train_freq 1")
+        return self
+
+
 class ExperienceReplayParams(StrictModel):
     seeds: Annotated[int, Field(ge=2, strict=True)]
     bootstrap_reps: PosInt
@@ -86,6 +109,7 @@ class ExperienceReplayParams(StrictModel):
     her: HerParams
     prior_data: PriorDataParams
     rae: RaEParams
+    stream: StreamParams | None = None  # streaming RL, when the profile runs it
 
     @model_validator(mode="after")
     def _budgets_fit(self) -> ExperienceReplayParams:

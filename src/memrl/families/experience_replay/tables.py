@@ -13,7 +13,7 @@ from memrl.families.experience_replay.params import RAE_CONDITIONS, ExperienceRe
 from memrl.stats.floors import FLOOR
 from memrl.stats.points import iqm_curves, iqm_points, wide
 
-KINDS = ("q_replay", "cliffwalk", "per_dqn", "her", "rae")
+KINDS = ("q_replay", "cliffwalk", "per_dqn", "her", "rae", "stream")
 PLOTS = (
     Plot(
         "q_replay.csv",
@@ -63,7 +63,7 @@ def load(results: Sequence[dict[str, Any]]) -> dict[str, pd.DataFrame]:
     out = {}
     for kind in KINDS:
         rows = [r for r in results if r["kind"] == kind]
-        out[kind] = pd.DataFrame(rows).drop(columns="kind")
+        out[kind] = pd.DataFrame(rows).drop(columns="kind", errors="ignore")
     return out
 
 
@@ -87,6 +87,9 @@ def sweeps(results: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
         "per_dqn": iqm_curves(results["per_dqn"], ("method",)),
         "her": iqm_points(results["her"], "method", "n_bits", "success"),
         "rae": iqm_curves(results["rae"], ("condition",)),
+        "stream": iqm_curves(results["stream"], ("env", "method"))
+        if len(results.get("stream", ()))
+        else pd.DataFrame(),
     }
 
 

@@ -195,9 +195,10 @@ def card_job(
 ) -> dict[str, Any]:
     """One memory-card run: ``model`` trained by behaviour cloning on the oracle T-Maze runs
     of ``train_lengths`` in ``data/tmaze`` (the first ``episodes`` of each; the same data
-    for every seed), then its greedy success rate at every corridor length in ``horizons``."""
+    for every seed), then its greedy successes at every corridor length in ``horizons``
+    (per episode, and their rate)."""
     from memrl.agents import cloning
-    from memrl.agents.offline_policies import OfflineParams
+    from memrl.agents.offline_policies import K_KIND, OfflineParams
     from memrl.envs.tmaze_oracle import ORACLE_DIR, load_oracle
     from memrl.runtime import repo_root, seed_everything
 
@@ -205,16 +206,19 @@ def card_job(
     p = OfflineParams(**hp)
     data = load_oracle(repo_root() / ORACLE_DIR, train_lengths, episodes)
     policy, losses = cloning.train(data, p, seed)
-    success = {
-        str(xi): cloning.success_rate(policy, xi, eval_episodes, 10**6 * (seed + 1))
+    won = {
+        str(xi): cloning.successes(policy, xi, eval_episodes, 10**6 * (seed + 1)).tolist()
         for xi in horizons
     }
     return {
         "card": True,
         "core": model,
         "K": p.context,
+        "K_kind": K_KIND[model],
+        "trained_up_to": max(train_lengths),
         "seed": seed,
-        "success": success,
+        "success": {xi: float(np.mean(w)) for xi, w in won.items()},
+        "episodes": won,
         "losses": losses,
         "params": sum(q.numel() for q in policy.parameters()),
     }
@@ -223,10 +227,11 @@ def card_job(
 def core_timing(batch: int, steps: int, inputs: int, hidden: int, repeats: int) -> dict[str, Any]:
     """Forward + backward time of one training step over a batch of sequences for every memory
     core at the same sizes (the FFM paper's and popjaxrl's: 8 sequences of 1,024 steps, width
-    256), plus the two papers' own baselines: a per-step ``GRUCell`` loop (FFM's GRU; popjaxrl
-    scans a GRU cell the same way) and S5 as popjaxrl's POPGym agent stacks it (4 layers).
-    ``repeats + 2`` timings each (ms) and each core's parameter count. Wall-clock:
-    machine-dependent."""
+    256), and S5's speed claim on fair pairs: S5 against a per-step ``GRUCell`` loop (FFM's
+    GRU; popjaxrl scans a GRU cell the same way) at equal depth (1 layer, and 4 as popjaxrl's
+    POPGym agent stacks S5), both resetting their state at the same episode starts, on 1 and
+    on 2 threads. ``repeats + 2`` timings each (ms) and each core's parameter count.
+    Wall-clock: machine-dependent."""
     import torch as th
     from torch import nn
 
@@ -234,38 +239,72 @@ def core_timing(batch: int, steps: int, inputs: int, hidden: int, repeats: int) 
 
     th.manual_seed(0)
     x = th.randn(batch, steps, inputs)
-    cell = nn.GRUCell(inputs, hidden)
+    resets = th.rand(batch, steps) < 1 / 200  # episode starts (popjaxrl's: done flags)
+    resets[:, 0] = True
+    keep = (~resets).float()[..., None]
 
-    def run_cell() -> th.Tensor:
-        h, ys = th.zeros(batch, hidden), []
-        for t in range(steps):
-            h = cell(x[:, t], h)
-            ys.append(h)
-        return th.stack(ys, 1)
+    def cell_loop(layers: int) -> tuple[Callable[[], th.Tensor], nn.Module]:
+        cells = nn.ModuleList(
+            nn.GRUCell(inputs if i == 0 else hidden, hidden) for i in range(layers)
+        )
 
-    def core(kind: str, **kw: Any) -> tuple[Callable[[], th.Tensor], nn.Module]:
+        def run() -> th.Tensor:
+            hs, ys = [th.zeros(batch, hidden) for _ in cells], []
+            for t in range(steps):
+                y = x[:, t]
+                for i, cell in enumerate(cells):
+                    hs[i] = cell(y, hs[i] * keep[:, t])
+                    y = hs[i]
+                ys.append(y)
+            return th.stack(ys, 1)
+
+        return run, cells
+
+    def core(
+        kind: str, reset: bool = False, **kw: Any
+    ) -> tuple[Callable[[], th.Tensor], nn.Module]:
         m = make_core(kind, inputs, hidden, **kw)
-        return lambda: m(x, m.initial_state(batch))[0], m
+        extra = (resets,) if reset else ()
+        return lambda: m(x, m.initial_state(batch), *extra)[0], m
 
     cores: list[tuple[str, Callable[[], th.Tensor], nn.Module]] = [
         ("FFM", *core("ffm", memory_size=32, context_size=4)),
-        ("GRUCell loop", run_cell, cell),
+        ("GRUCell loop", *cell_loop(1)),
         ("nn.GRU (fused)", *core("gru")),
         ("LSTM (fused)", *core("lstm")),
         ("window", *core("window")),
         ("S5", *core("s5")),
         ("S5 (4 layers)", *core("s5", layers=4)),
     ]
+    pairs = [
+        (f"{name} · {depth} layer{'s' * (depth > 1)}, resets", fn, m)
+        for depth in (1, 4)
+        for name, (fn, m) in (
+            ("S5", core("s5", reset=True, layers=depth)),
+            ("GRUCell loop", cell_loop(depth)),
+        )
+    ]
     ms: dict[str, list[float]] = {}
-    for name, fn, module in cores:
-        fn().sum().backward()  # warm-up
-        ms[name] = []
-        for _ in range(repeats + 2):  # at least 3 timings each for a CI
-            module.zero_grad(set_to_none=True)
-            start = time.perf_counter()
-            fn().sum().backward()
-            ms[name].append(1e3 * (time.perf_counter() - start))
-    params = {name: sum(p.numel() for p in m.parameters()) for name, _, m in cores}
+
+    def time_all(todo, suffix: str = "") -> None:
+        for name, fn, module in todo:
+            fn().sum().backward()  # warm-up
+            ms[name + suffix] = []
+            for _ in range(repeats + 2):  # at least 3 timings each for a CI
+                module.zero_grad(set_to_none=True)
+                start = time.perf_counter()
+                fn().sum().backward()
+                ms[name + suffix].append(1e3 * (time.perf_counter() - start))
+
+    time_all(cores)
+    time_all(pairs, " · 1 thread")
+    threads = th.get_num_threads()
+    th.set_num_threads(2)
+    try:
+        time_all(pairs, " · 2 threads")
+    finally:
+        th.set_num_threads(threads)
+    params = {name: sum(p.numel() for p in m.parameters()) for name, _, m in [*cores, *pairs]}
     return {"ms": ms, "params": params}
 
 

@@ -64,7 +64,7 @@ class TMazeParams(StrictModel):
     methods: list[MethodName] = Field(min_length=2)
 
 
-CardModel = Literal["dt", "rate", "gru", "lstm", "ffm", "s5", "window"]
+CardModel = Literal["dt", "rate", "rate_bptt", "gru", "lstm", "ffm", "s5", "window", "rtrl"]
 
 
 class MemoryCardParams(StrictModel):
@@ -80,12 +80,15 @@ class MemoryCardParams(StrictModel):
     models: list[CardModel] = Field(min_length=2)
     transformer: dict[str, float | int]  # OfflineParams of dt and rate
     recurrent: dict[str, float | int]  # OfflineParams of the memory cores
+    rtrl: dict[str, float | int] = Field(default_factory=dict)  # the RTRL core's, over recurrent
 
     def offline(self, model: str) -> Any:
         """The validated :class:`memrl.agents.offline_policies.OfflineParams` of ``model``."""
         from memrl.agents.offline_policies import OfflineParams
 
-        hp = self.transformer if model in ("dt", "rate") else self.recurrent
+        hp = self.transformer if model in ("dt", "rate", "rate_bptt") else self.recurrent
+        if model == "rtrl":  # one optimiser step per trajectory, not per segment
+            hp = hp | self.rtrl
         return OfflineParams(model=model, context=self.context, **hp)
 
     @model_validator(mode="after")
@@ -93,6 +96,13 @@ class MemoryCardParams(StrictModel):
         K = self.context
         if not (min(self.horizons) <= K < max(self.horizons)):
             raise ValueError(f"horizons {self.horizons} must reach both sides of K = {K}")
+        inside = [xi for xi in self.horizons if K < xi <= max(self.train_lengths)]
+        if not inside:
+            raise ValueError(
+                f"no horizon past K = {K} lies inside the training corridors "
+                f"{self.train_lengths}: the card could tell short-term from long-term only "
+                "by extrapolation"
+            )
         for m in self.models:
             self.offline(m)
         return self
