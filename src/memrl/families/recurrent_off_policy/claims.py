@@ -826,14 +826,21 @@ def ro_11(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult
                 "the truncated cores learned the maze within K",
                 met=len(learned) == len(cores),
                 note=f"remember at xi = {within}: {', '.join(learned) or 'none'}",
-            )
+            ),
+            Condition(
+                "every training corridor longer than K (the cue's credit must cross a truncation)",
+                met=min(c.train_lengths) > K,
+                note=f"corridors {c.train_lengths}, K = {K}: a core can learn to keep the cue "
+                "from the corridors <= K, where cue and decision share a segment, and carry it "
+                "further",
+            ),
         ],
         deviations=[
             f"truncation: segments of K = {K} steps, the state carried and detached, an "
             "optimiser step per segment (no burn-in); RTRL: the quasi-LSTM of IDSIA/rtrl-elstm "
             f"(hidden {r.d_model}, reading the raw inputs), one step per trajectory",
-            "the T-Maze's cue is one bit seen at step 0; training corridors include lengths "
-            "<= K, where cue and decision share a segment",
+            "the T-Maze's cue is one bit seen at step 0; judged on the card's runs, whose "
+            "training corridors include lengths <= K (see the conditions)",
         ],
         used=Budget(r.epochs, "epochs"),
         trend_note="none: scored once, after training",
