@@ -60,7 +60,7 @@ def ec_runs(cfg, good: bool) -> pd.DataFrame:
                             "late_return": late,
                             "memory_size": memory + rng.normal(0, 1),
                             "memory_sizes": [memory * f for f in (0.25, 0.5, 0.75, 1)],
-                            "scanned_per_step": memory,
+                            "scanned_per_step": memory + rng.normal(0, 1),
                             "total_timesteps": t,
                             "episode_returns": [early] * 2 + [late] * 6,
                             "episode_lengths": [t // 8] * 8,

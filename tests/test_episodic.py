@@ -174,12 +174,20 @@ def test_aggregation_claims_are_judged_where_memory_is_really_cut():
     kept = {0.0: 1.0, 1.0: 0.97, 1.5: 0.45, 2.0: 0.3}
     df = pd.DataFrame(
         [
-            {"env": "SpaceInvaders", "method": "MFEC", "merge_radius": r, "memory_size": 1000 * k}
+            {
+                "env": "SpaceInvaders",
+                "method": "MFEC",
+                "merge_radius": r,
+                "seed": seed,
+                "memory_size": 1000 * k if seed < cfg.seeds // 2 else 1000.0,
+            }
             for r, k in kept.items()
-            for _ in range(3)
+            for seed in range(cfg.seeds)
         ]
     )
-    assert _sweep(cfg, df)[3] == "MFEC r=1.5"
+    # picked on the selection seeds (the first half) alone; the others are what is judged
+    judging, _, _, judged = _sweep(cfg, df)
+    assert judged == "MFEC r=1.5" and set(judging.seed) == set(range(cfg.seeds // 2, cfg.seeds))
     df.loc[df.merge_radius > 0, "memory_size"] = 900.0  # no radius cuts enough: the largest
     assert _sweep(cfg, df)[3] == "MFEC r=2"
 

@@ -612,3 +612,21 @@ def test_a_floor_run_once_needs_its_items():
         floor_arm(one, "T", "shop", "score", "oracle")
     got = floor_arm(one, "T", "shop", "score", "oracle", items=lambda r: r["items"])
     assert got["oracle · shop"].n == 1 and got["oracle · shop"].ci_low < 1.0
+
+
+def test_a_share_of_seeds_against_a_constant_is_judged_exactly():
+    # every seed succeeding has no bootstrap spread: the share's Clopper-Pearson interval
+    # and exact binomial tails judge it (RO-4: a majority of seeds at CartPole's 500)
+    from memrl.stats.aggregate import reference
+    from memrl.stats.compare import BEATS
+
+    five = judge(arm([1.0] * 5, "T", "five", 500, "mean"), reference(0.5), BEATS, True, 0)
+    assert five.outcome == "undecided" and five.reason == "power"  # 1/32 > 2.5%
+    assert five.difference.ci_low < 0 < five.difference.ci_high and five.seeds_needed == 6
+    six = judge(arm([1.0] * 6, "T", "six", 500, "mean"), reference(0.5), BEATS, True, 0)
+    assert six.outcome == "holds" and six.p == pytest.approx(2 / 64)
+    none = judge(arm([0.0] * 6, "T", "none", 500, "mean"), reference(0.5), BEATS, True, 0)
+    assert none.outcome == "fails" and none.difference.ci_high < 0
+    # the constant on the better side, lower is better: the same test
+    flip = judge(reference(0.5), arm([1.0] * 6, "T", "six", 500, "mean"), BEATS, False, 0)
+    assert flip.outcome == "holds" and flip.difference == six.difference

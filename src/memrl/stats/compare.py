@@ -20,6 +20,10 @@ interval comes from its items alone):
   test to decide (:func:`design_p`: 3 seeds against 3 are all above in 1 of 20 experiments
   with no effect, more than the 2.5% a 95% interval allows on one side).
 
+A share of seeds (0 or 1 per seed, a mean over seeds) against a constant is judged on the
+share's exact Clopper–Pearson interval and binomial tails: a bootstrap of seeds that all
+succeed has no width, while 6 of 6 above one half is evidence at 95%.
+
 An undecided comparison says how many seeds per arm would decide it in 80% of experiments,
 by simulation from the observed seeds (:func:`seeds_for_power`).
 
@@ -181,6 +185,41 @@ def _exact(k: int, n: int, level: float = LEVEL) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
+def _share(side) -> tuple[int, int] | None:
+    """(successes, seeds) of an arm that is a share of seeds (0/1 per seed, a mean over
+    seeds), else None: against a constant it is judged by exact binomial tests."""
+    if not isinstance(side, Arm) or side.statistic != "mean" or side.items or side.n < 2:
+        return None
+    x = np.asarray(side.values)
+    return (int(x.sum()), len(x)) if set(x.tolist()) <= {0.0, 1.0} else None
+
+
+def _share_tails(k: int, n: int, p0: float) -> tuple[float, float]:
+    """P(X >= k) and P(X <= k) for X ~ Binomial(n, p0), p0 clipped to [0, 1]."""
+    from scipy import stats
+
+    p0 = min(max(p0, 0.0), 1.0)
+    return float(stats.binom.sf(k - 1, n, p0)), float(stats.binom.cdf(k, n, p0))
+
+
+def _exact_difference(
+    k: int, n: int, c: float, s: float, level: float, p_at: float | None
+) -> Estimate | tuple[Estimate, float, float]:
+    """``s`` · (share − ``c``) for a share ``k / n`` of seeds against the constant ``c``
+    (``s`` = ±1), with the Clopper–Pearson interval of the share, and for ``p_at`` the
+    two-sided α at which the interval would just clear it above, and just reach it below
+    (exact binomial tails; the bootstrap of a 0/1 share has no width at 0 or n successes)."""
+    lo, hi = _exact(k, n, level)
+    d = Estimate(
+        *(round(v, 12) for v in (s * (k / n - c), *sorted((s * (lo - c), s * (hi - c))))), n
+    )
+    if p_at is None:
+        return d
+    ge, le = _share_tails(k, n, c + s * p_at)
+    above, below = (ge, le) if s > 0 else (le, ge)
+    return d, min(1.0, 2 * above), min(1.0, 2 * below)
+
+
 def _runs_items(
     items: Sequence[Sequence[float]] | None,
     clusters: Sequence[Sequence] | None,
@@ -306,6 +345,11 @@ def difference(
     statistic = statistic or (own.pop() if own else "iqm")
     a, pa = _sample(better, statistic)
     b, pb = _sample(worse, statistic)
+    sign = 1.0 if higher_is_better else -1.0
+    for side, x_other, c, s in ((better, b, pb, sign), (worse, a, pa, -sign)):
+        kn = _share(side)
+        if kn is not None and x_other is None:  # a share of seeds against a constant
+            return _exact_difference(*kn, c, s, level, p_at)
     # one run whose items form a single group cannot vary: it enters as its value (a constant)
     a = None if isinstance(better, Arm) and better.dof < 2 else a
     b = None if isinstance(worse, Arm) and worse.dof < 2 else b
@@ -316,7 +360,6 @@ def difference(
             raise ValueError(
                 "a difference needs >= 2 finite values per arm (or one run's items, or a constant)"
             )
-    sign = 1.0 if higher_is_better else -1.0
     rng = np.random.default_rng(seed)
     reps = max(reps, REPS)
     da = _replicates(better, a, pa, rng, reps, statistic)
@@ -491,9 +534,33 @@ def seeds_for_power(
     rng = np.random.default_rng(seed)
     two = _two_arms(better, worse)
 
+    share = next(
+        (
+            (kn[0] / kn[1], c, s)
+            for side, other, s in ((better, worse, sign), (worse, better, -sign))
+            if (kn := _share(side)) is not None and _units(other) is None
+            for c in [_sample(other)[1]]
+        ),
+        None,
+    )
+
+    def exact_rate(n: int) -> float:
+        """A share against a constant: the probability over k ~ Binomial(n, observed share)
+        that the exact interval decides."""
+        from scipy import stats
+
+        q, c, s = share
+        ks = np.arange(n + 1)
+        lo_hi = np.array([_exact(int(k), n) for k in ks])
+        d = np.sort(s * (lo_hi - c), axis=1)
+        hit = (d[:, 0] > threshold) | (d[:, 1] <= threshold)
+        return float(np.sum(stats.binom.pmf(ks, n, q)[hit]))
+
     def rate(n: int) -> float:
         """Share of ``experiments`` at ``n`` seeds per arm the rule decides (vectorised:
         the same expanded-percentile interval as :func:`difference`)."""
+        if share is not None:
+            return exact_rate(n)
         if _smallest_p(n, n if two else None) > (1 - LEVEL) / 2:
             return 0.0
         reps = REPS if n <= 10 else 1000  # the expanded tails are ~0.1% only at few seeds

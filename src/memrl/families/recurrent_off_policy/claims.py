@@ -430,25 +430,36 @@ def ro_3(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
     )
 
 
+SOLVED, MAJORITY = 500.0, 0.5  # RO-4: the return its statement names; "solves": most seeds do
+
+
 def ro_4(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult | None:
     """Our LSTM-PPO where it ran (sb3-contrib's RecurrentPPO otherwise: the same algorithm,
-    cross-checked by ``benchmarks/lstm_ppo.py``)."""
+    cross-checked by ``benchmarks/lstm_ppo.py``). The return is capped at 500, so an IQM of
+    returns cannot exceed the zoo's 500 and its interval's upper end is 500 by construction:
+    the claim is judged on the share of seeds whose final greedy evaluation reaches 500 (a
+    mean over seeds), which a majority must clear."""
     cart = [e for e in runs.main.env.unique() if e.startswith("CartPole")]
     ran = [(m, e) for m in ("PPO-LSTM", "RPPO") for e in cart if e in _envs_with(runs, m)]
     if not ran:
         return None
-    (m, e), p = ran[0], cfg.rppo
-    name = _name(m, e)
-    est = _floors(cfg, floors, RO_4, [e]) | _returns(cfg, runs, RO_4, [(m, e)])
-    est |= {"rl-zoo: 500": reference(500.0), "maximum return": reference(500.0)}
-    zoo = Comparison(
-        name,
-        "rl-zoo: 500",
-        MATCHES,
-        margin=gap_margin(floor_of(est, e), 500.0),
-        floor=floor_of(est, e),
-        ceiling="maximum return",
+    (m, e), p, main = ran[0], cfg.rppo, runs.main
+    name, majority = _name(m, e), f"a majority of seeds: {MAJORITY:g}"
+    g = main[(main.method == m) & (main.env == e)]
+    est = floor_arm(
+        floors,
+        RO_4.claim_id,
+        e,
+        lambda r: float(r.score >= SOLVED),
+        reps=cfg.bootstrap_reps,
+        statistic="mean",
     )
+    est[name] = arm(
+        (g.eval_return >= SOLVED).astype(float), RO_4.claim_id, name, cfg.bootstrap_reps, "mean"
+    )
+    est[majority] = reference(MAJORITY)
+    comps = [Comparison(name, majority, floor=floor_of(est, e))]
+    returns = _returns(cfg, runs, RO_4, [(m, e)])[name]
     impl = (
         "memrl's LSTM-PPO (agents/lstm_ppo.py: sb3-contrib's algorithm, whole env segments "
         "through one fused LSTM call per minibatch; cross-checked against sb3-contrib's "
@@ -456,15 +467,30 @@ def ro_4(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
         if m == "PPO-LSTM"
         else "sb3-contrib RecurrentPPO"
     )
-    return _result(
-        cfg,
-        runs,
-        RO_4,
-        est,
-        name,
-        [zoo],
-        [e],
-        _series(runs, [(m, e)]) | {"rl-zoo: 500": 500.0},
+    steps = runs.budgets()
+    return ClaimResult(
+        claim=replace(
+            _claim(RO_4, cfg),
+            metric="share of seeds whose final greedy evaluation returns 500 (the maximum)",
+        ),
+        estimates=est,
+        ours=name,
+        comparisons=comps,
+        budget=_budget(cfg, runs, [e]),
+        used=Budget(steps[e], STEPS),
+        trends=trends(
+            RO_4,
+            comps,
+            {
+                name: (np.array(g.checkpoint_eval.tolist(), float) >= SOLVED).astype(float),
+                majority: MAJORITY,
+            },
+            main.checkpoints.iloc[0],
+            cfg.bootstrap_reps,
+            "mean",
+        ),
+        trend_note="share of seeds at 500 at each checkpoint's greedy evaluation",
+        floor_reason="" if any(c.floor for c in comps) else NO_FLOOR_RUNS,
         deviations=[
             f"{impl} with the zoo's ppo_lstm hyperparameters ({p.n_envs} envs x "
             f"{p.n_steps} steps, {p.n_epochs} epochs, LSTM {p.lstm_hidden_size}), "
@@ -477,10 +503,12 @@ def ro_4(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
             "gamma as the algorithm's) "
             + ("as the zoo" if p.normalize else "left out (zoo: normalize: True)"),
             "the zoo's 500 +- 0 is one tuned run evaluated after training, not a spread over "
-            "seeds: 'matches' is judged against 500 with the suite's margin (10% of the gap "
-            "between 500 and the random policy)",
+            "seeds; the return is capped at 500, so the claim is judged on the share of seeds "
+            "that reach it (a mean over seeds: an IQM would trim a failed seed), which must "
+            "exceed one half (convention: 'solves' read as 'most seeds solve')",
             "PendulumNoVel left out (CPU budget)",
         ],
+        extra={"final return (IQM over seeds)": str(returns.estimate)},
     )
 
 
@@ -798,14 +826,21 @@ def ro_11(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult
                 "the truncated cores learned the maze within K",
                 met=len(learned) == len(cores),
                 note=f"remember at xi = {within}: {', '.join(learned) or 'none'}",
-            )
+            ),
+            Condition(
+                "every training corridor longer than K (the cue's credit must cross a truncation)",
+                met=min(c.train_lengths) > K,
+                note=f"corridors {c.train_lengths}, K = {K}: a core can learn to keep the cue "
+                "from the corridors <= K, where cue and decision share a segment, and carry it "
+                "further",
+            ),
         ],
         deviations=[
             f"truncation: segments of K = {K} steps, the state carried and detached, an "
             "optimiser step per segment (no burn-in); RTRL: the quasi-LSTM of IDSIA/rtrl-elstm "
             f"(hidden {r.d_model}, reading the raw inputs), one step per trajectory",
-            "the T-Maze's cue is one bit seen at step 0; training corridors include lengths "
-            "<= K, where cue and decision share a segment",
+            "the T-Maze's cue is one bit seen at step 0; judged on the card's runs, whose "
+            "training corridors include lengths <= K (see the conditions)",
         ],
         used=Budget(r.epochs, "epochs"),
         trend_note="none: scored once, after training",
