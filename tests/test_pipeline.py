@@ -241,3 +241,21 @@ def test_the_resolved_parameters_carry_the_paper_profile_for_the_deviation_texts
     params = pipeline.preflight("smoke")
     assert set(params) == {"runtime", *families.NAMES, "paper"}
     assert params["paper"] == {f: effective_params("paper")[f] for f in families.NAMES}
+
+
+def test_a_published_notebook_names_no_machine(tmp_path):
+    """papermill's metadata keeps the paths it read and wrote: published relative to the
+    repository, so results/ never holds the publishing machine's absolute paths."""
+    import nbformat
+
+    root = tmp_path / "repo"
+    staged = root / "results" / "default" / "fam" / ".staging" / "fam.ipynb"
+    staged.parent.mkdir(parents=True)
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["papermill"] = {"input_path": "/abs/x.ipynb", "output_path": str(staged)}
+    nbformat.write(nb, staged)
+    pipeline._relative_paths(staged, root, root / "results" / "default" / "fam")
+    meta = nbformat.read(staged, as_version=4).metadata["papermill"]
+    assert meta["input_path"] == "notebooks/fam.ipynb"
+    assert meta["output_path"] == "results/default/fam/fam.ipynb"
+    assert str(tmp_path) not in staged.read_text()

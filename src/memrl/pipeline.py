@@ -121,10 +121,28 @@ def run_notebook(family: str, profile: str = "default") -> Path:
         )
         for plot in fam.plots:
             _complete_plot(staging / "plots" / plot.file, plot)
+        _relative_paths(staging / f"{family}.ipynb", root, out)
         publish(staging, out)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return out
+
+
+def _relative_paths(notebook: Path, root: Path, published: Path) -> None:
+    """papermill records the paths it read and wrote in the notebook's metadata: written
+    relative to the repository (the published file's own place), so no published notebook
+    names the machine that ran it."""
+    import nbformat
+
+    nb = nbformat.read(notebook, as_version=4)
+    meta = nb.metadata.get("papermill", {})
+    for field, path in (
+        ("input_path", root / "notebooks" / notebook.name),
+        ("output_path", published / notebook.name),
+    ):
+        if field in meta:
+            meta[field] = str(Path(path).relative_to(root))
+    nbformat.write(nb, notebook)
 
 
 def _complete_plot(csv: Path, plot: families.Plot) -> None:
