@@ -58,3 +58,16 @@ def test_a_blas_layer_learns_in_float32():
         opt.step()
         first = first if first is not None else loss.item()
     assert loss.item() < 0.1 * first
+
+
+@pytest.mark.parametrize("ours", [BlasLSTM, BlasGRU])
+def test_off_the_cpu_a_blas_layer_is_torchs_layer_with_its_weights(ours):
+    # the path another device takes, run here on the CPU: torch's layer with our parameters
+    th.manual_seed(1)
+    layer = ours(3, 4).double()
+    x = th.randn(2, 5, 3, dtype=th.float64)
+    z = th.zeros(1, 2, 4, dtype=th.float64)
+    state = (z, z) if ours is BlasLSTM else z
+    y_blas, _ = layer(x, state)
+    y_torch, _ = layer._torch(x, state)
+    assert th.allclose(y_blas, y_torch, atol=1e-12, rtol=0)
