@@ -27,9 +27,11 @@ LESSER_CPU = {
     "MKL_CBWR": "AUTO",
 }
 THIS_CPU = {"ATEN_CPU_CAPABILITY": "avx2"}
-JOBS = [  # SB3's MLP (torch, MKL), and NEC: a convolution and kNN on numpy's BLAS
+JOBS = [  # SB3's MLP (torch, MKL), NEC: a convolution and kNN on numpy's BLAS, and
+    # recurrent SAC: an LSTM on numpy's OpenBLAS (memrl.memory.blas_rnn), heads on MKL
     ("experience_replay", "DQN+PER"),
     ("episodic_control", "NEC · Breakout"),
+    ("recurrent_off_policy", "RSAC-LSTM · Pendulum-V"),
 ]
 
 

@@ -134,7 +134,9 @@ def _relative_paths(notebook: Path, root: Path, published: Path) -> None:
     names the machine that ran it."""
     import nbformat
 
-    nb = nbformat.read(notebook, as_version=4)
+    if not notebook.exists():  # nothing executed (a stand-in executor): nothing to rewrite
+        return
+    nb = nbformat.read(str(notebook), as_version=4)
     meta = nb.metadata.get("papermill", {})
     for field, path in (
         ("input_path", root / "notebooks" / notebook.name),
@@ -142,7 +144,7 @@ def _relative_paths(notebook: Path, root: Path, published: Path) -> None:
     ):
         if field in meta:
             meta[field] = str(Path(path).relative_to(root))
-    nbformat.write(nb, notebook)
+    nbformat.write(nb, str(notebook))
 
 
 def _complete_plot(csv: Path, plot: families.Plot) -> None:

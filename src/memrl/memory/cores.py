@@ -2,7 +2,9 @@
 
 Every core maps inputs ``x`` (batch, time, in) and a state to outputs
 (batch, time, hidden) and the state after the last step; ``step`` does one
-time step. :class:`GRUCore` and :class:`LSTMCore` wrap torch's fused layers;
+time step. :class:`GRUCore` and :class:`LSTMCore` are torch's one-layer GRU and LSTM with
+their products on the pinned OpenBLAS (:mod:`memrl.memory.blas_rnn`: under the pinned
+kernel set torch's own layers lose oneDNN's fusion and run 1.4-2.1x slower);
 :class:`FFMCore` is Fast and Forgetful Memory (Morad et al. 2023), written from
 the paper's equations:
 
@@ -26,14 +28,16 @@ import torch as th
 from torch import nn
 from torch.nn import functional as F
 
+from memrl.memory.blas_rnn import BlasGRU, BlasLSTM
+
 
 class GRUCore(nn.Module):
-    """``nn.GRU`` (one layer, batch first); state: (1, batch, hidden)."""
+    """``nn.GRU`` (one layer, batch first; :class:`BlasGRU`); state: (1, batch, hidden)."""
 
     def __init__(self, input_size: int, hidden_size: int) -> None:
         super().__init__()
         self.hidden_size = hidden_size
-        self.rnn = nn.GRU(input_size, hidden_size, batch_first=True)
+        self.rnn = BlasGRU(input_size, hidden_size)
 
     def initial_state(self, batch: int) -> th.Tensor:
         return th.zeros(1, batch, self.hidden_size)
@@ -47,12 +51,13 @@ class GRUCore(nn.Module):
 
 
 class LSTMCore(GRUCore):
-    """``nn.LSTM`` (one layer, batch first); state: a pair (h, c), each (1, batch, hidden)."""
+    """``nn.LSTM`` (one layer, batch first; :class:`BlasLSTM`); state: a pair (h, c), each
+    (1, batch, hidden)."""
 
     def __init__(self, input_size: int, hidden_size: int) -> None:
         nn.Module.__init__(self)
         self.hidden_size = hidden_size
-        self.rnn = nn.LSTM(input_size, hidden_size, batch_first=True)
+        self.rnn = BlasLSTM(input_size, hidden_size)
 
     def initial_state(self, batch: int) -> tuple[th.Tensor, th.Tensor]:
         z = th.zeros(1, batch, self.hidden_size)

@@ -38,8 +38,8 @@ MARGIN = 0.1
 LONG, SHORT, FAILS = "long-term", "short-term", "fails at xi <= K"
 # the timing job's names of the cores the card classifies (DT and RATE are not timed)
 TIMED = {
-    "gru": "nn.GRU (fused)",
-    "lstm": "LSTM (fused)",
+    "gru": "GRU core",
+    "lstm": "LSTM core",
     "ffm": "FFM",
     "s5": "S5",
     "window": "window",

@@ -543,7 +543,7 @@ def ro_6(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
         cfg,
         runs,
         RO_6,
-        [("FFM", "GRUCell loop"), ("FFM", "nn.GRU (fused)")],
+        [("FFM", "GRUCell loop"), ("FFM", "nn.GRU")],
         at_least=50,
         paper="the paper's ~100x is counted only at >= 50x",
     )

@@ -267,11 +267,14 @@ def core_timing(batch: int, steps: int, inputs: int, hidden: int, repeats: int) 
         extra = (resets,) if reset else ()
         return lambda: m(x, m.initial_state(batch), *extra)[0], m
 
+    gru = nn.GRU(inputs, hidden, batch_first=True)  # torch's own layer: FFM's baseline
+
     cores: list[tuple[str, Callable[[], th.Tensor], nn.Module]] = [
         ("FFM", *core("ffm", memory_size=32, context_size=4)),
         ("GRUCell loop", *cell_loop(1)),
-        ("nn.GRU (fused)", *core("gru")),
-        ("LSTM (fused)", *core("lstm")),
+        ("nn.GRU", lambda: gru(x, th.zeros(1, batch, hidden))[0], gru),
+        ("GRU core", *core("gru")),  # as the agents and the card run it (OpenBLAS)
+        ("LSTM core", *core("lstm")),
         ("window", *core("window")),
         ("S5", *core("s5")),
         ("S5 (4 layers)", *core("s5", layers=4)),
