@@ -194,6 +194,16 @@ def _share(side) -> tuple[int, int] | None:
     return (int(x.sum()), len(x)) if set(x.tolist()) <= {0.0, 1.0} else None
 
 
+def _share_against_constant(better, worse, sign: float) -> tuple[int, int, float, float] | None:
+    """(successes, seeds, the constant, the sign of share − constant in the difference) when
+    one side is a share of seeds and the other a constant, else None."""
+    for side, other, s in ((better, worse, sign), (worse, better, -sign)):
+        kn, (x, c) = _share(side), _sample(other)
+        if kn is not None and x is None:
+            return (*kn, c, s)
+    return None
+
+
 def _share_tails(k: int, n: int, p0: float) -> tuple[float, float]:
     """P(X >= k) and P(X <= k) for X ~ Binomial(n, p0), p0 clipped to [0, 1]."""
     from scipy import stats
@@ -346,10 +356,9 @@ def difference(
     a, pa = _sample(better, statistic)
     b, pb = _sample(worse, statistic)
     sign = 1.0 if higher_is_better else -1.0
-    for side, x_other, c, s in ((better, b, pb, sign), (worse, a, pa, -sign)):
-        kn = _share(side)
-        if kn is not None and x_other is None:  # a share of seeds against a constant
-            return _exact_difference(*kn, c, s, level, p_at)
+    exact = _share_against_constant(better, worse, sign)
+    if exact is not None:
+        return _exact_difference(*exact, level, p_at)
     # one run whose items form a single group cannot vary: it enters as its value (a constant)
     a = None if isinstance(better, Arm) and better.dof < 2 else a
     b = None if isinstance(worse, Arm) and worse.dof < 2 else b
@@ -534,22 +543,15 @@ def seeds_for_power(
     rng = np.random.default_rng(seed)
     two = _two_arms(better, worse)
 
-    share = next(
-        (
-            (kn[0] / kn[1], c, s)
-            for side, other, s in ((better, worse, sign), (worse, better, -sign))
-            if (kn := _share(side)) is not None and _units(other) is None
-            for c in [_sample(other)[1]]
-        ),
-        None,
-    )
+    share = _share_against_constant(better, worse, sign)
 
     def exact_rate(n: int) -> float:
         """A share against a constant: the probability over k ~ Binomial(n, observed share)
         that the exact interval decides."""
         from scipy import stats
 
-        q, c, s = share
+        k, seeds, c, s = share
+        q = k / seeds
         ks = np.arange(n + 1)
         lo_hi = np.array([_exact(int(k), n) for k in ks])
         d = np.sort(s * (lo_hi - c), axis=1)
