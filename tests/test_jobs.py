@@ -71,6 +71,26 @@ def test_store_runs_only_missing_jobs_and_keeps_files(tmp_path):
         store.results(specs[:2])
 
 
+def test_a_job_is_priced_by_the_cpu_time_its_process_used(tmp_path):
+    """Wall time counts whatever else held the cores; a job's price is the CPU time its own
+    process used (a sleeping job: ~0 of its 0.3 s), and a record without it, older than the
+    field, is priced by its wall seconds."""
+    from memrl.runs import core_seconds, rates, timings
+
+    store = RunStore(tmp_path)
+    kw = {"x": 1, "seconds": 0.3, "log_dir": str(tmp_path)}
+    job = JobSpec("toy_jobs:slow", kw, cost=2.0, label="slow · seed 1")
+    execute([job], store, workers=1)
+    rec = store.load(job)
+    assert rec["seconds"] >= 0.3 and 0.0 <= rec["cpu_seconds"] < 0.2
+    assert "_cpu_seconds" not in rec["result"]
+    assert core_seconds(rec) == rec["cpu_seconds"]
+    older = {k: v for k, v in rec.items() if k != "cpu_seconds"}
+    assert core_seconds(older) == rec["seconds"]
+    assert rates([rec])["slow"] == [rec["cpu_seconds"] / 2.0]
+    assert timings([older])["groups"]["slow"]["core_seconds"] == round(rec["seconds"], 1)
+
+
 def test_a_store_in_the_project_names_its_files_relative_to_it(tmp_path, monkeypatch):
     """Published tables carry no machine's paths: files_dir is relative to the project."""
     from memrl import runs

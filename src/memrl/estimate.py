@@ -1,8 +1,9 @@
 """What a profile will cost before it runs: core-seconds and wall time per family, from
-the stored runs' measured seconds.
+the stored runs' measured core-seconds (:func:`memrl.runs.core_seconds`: the CPU time each
+job's process used; the wall seconds of records older than that).
 
 Every job declares a rough ``cost`` that scales with its budget (env steps, bits x steps,
-...). Each stored record gives the seconds one unit of cost took for its *job group* (the
+...). Each stored record gives the core-seconds one unit of cost took for its *job group* (the
 label without its seed or run number, e.g. ``RSAC-LSTM · Pendulum-V``), so a job not yet
 stored is predicted as ``cost x`` the median seconds-per-cost of its group — from this
 profile's store first, then from another profile's — and failing that from its family's
@@ -15,8 +16,9 @@ are not modelled.
 
     python -m memrl estimate [family ...] [--profile P] [--set key=value ...] [--fresh]
 
-The stored seconds were measured with every worker busy, so they already include the
-slowdown of sharing the machine; they carry the machine's day-to-day noise (+-20% here).
+The stored core-seconds were measured with every worker busy, so they include what two
+workers sharing the machine's caches and memory cost each other, but not the time a job
+waited for a core another process held; they carry the machine's day-to-day noise.
 """
 
 from __future__ import annotations
@@ -29,7 +31,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memrl.jobs import JobSpec
-from memrl.runs import RunStore, decision_rates, job_group, rates, read_records, read_timings
+from memrl.runs import (
+    RunStore,
+    core_seconds,
+    decision_rates,
+    job_group,
+    rates,
+    read_records,
+    read_timings,
+)
 
 PUBLISHED = "published"  # a calibration source: the timings.json kept in git
 
@@ -146,7 +156,7 @@ def predict(
     for spec in specs:
         rec = store.load(spec)
         if rec is not None:
-            measured = float(rec["seconds"]) if fresh else 0.0
+            measured = (core_seconds(rec) or 0.0) if fresh else 0.0
             out.append(Prediction(spec, measured, "measured" if fresh else "stored"))
             continue
         group = job_group(spec.name)

@@ -25,24 +25,25 @@ from typing import Any
 
 from memrl import isa
 from memrl.jobs import JobSpec, _canonical, resolve
-from memrl.runs import ISA_FIELD, RunStore
+from memrl.runs import CPU_FIELD, ISA_FIELD, RunStore
 from memrl.runtime import progress_enabled, set_torch_threads
 
 
 # =========================================================================== running one job
 def run_spec(spec: Mapping[str, Any], threads: int = 1) -> tuple[dict[str, Any], float]:
-    """Run one job (a spec as JSON) in this process: (its result, seconds). Used by every
+    """Run one job (a spec as JSON) in this process: (its result, wall seconds). Used by every
     executor, so a job runs the same way on a pool worker and on a Ray worker. The kernels it
-    computes with are checked first (:func:`memrl.isa.check`) and kept with the result."""
+    computes with are checked first (:func:`memrl.isa.check`) and kept with the result, as is
+    the CPU time the job's process used (what prices it: :func:`memrl.runs.core_seconds`)."""
     set_torch_threads(threads)  # torch and numpy are loaded: check() sees both
     kernels = isa.check()
     fn = resolve(spec["fn"])
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     result = fn(**spec["kwargs"])
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     if not isinstance(result, dict):
         raise TypeError(f"{spec['fn']} returned {type(result).__name__}, not a dict")
-    return {**result, ISA_FIELD: kernels}, seconds
+    return {**result, ISA_FIELD: kernels, CPU_FIELD: round(cpu, 3)}, seconds
 
 
 class JobsFailed(RuntimeError):
@@ -119,9 +120,9 @@ def execute(
                 report.failures.append((spec, outcome))
             else:
                 result, seconds = outcome
+                report.seconds += result.get(CPU_FIELD, seconds)
                 store.save(spec, result, seconds)
                 report.ran += 1
-                report.seconds += seconds
             bar.update()
 
         try:

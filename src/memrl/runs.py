@@ -1,7 +1,8 @@
 """The run store: one file per finished job, and the speed of what it holds.
 
 A :class:`RunStore` keeps one file per finished job, ``<key>.json`` holding the spec, the
-result and its wall time, written atomically (plus the job's artefact files, if any, in
+result, its wall time and the CPU time its process used (what prices it:
+:func:`core_seconds`), written atomically (plus the job's artefact files, if any, in
 ``<key>/``): an interrupted run leaves only whole results, and the next run skips them.
 :func:`timings` is a store's speed in the form kept in git (``timings.json``), what a fresh
 clone's estimate prices from.
@@ -26,6 +27,7 @@ from memrl.runtime import atomic_write_json, atomic_write_text, repo_root
 
 STORE_VERSION = 1
 ISA_FIELD = "_isa"  # run_spec's note of the kernels a job ran with; the store files it apart
+CPU_FIELD = "_cpu_seconds"  # run_spec's CPU time of the job's process; filed apart too
 
 
 # =========================================================================== the store
@@ -62,6 +64,7 @@ class RunStore:
         """Store a result atomically: its files first, the record last (the commit mark)."""
         result = dict(result)
         kernels = result.pop(ISA_FIELD, None)
+        cpu = result.pop(CPU_FIELD, None)
         files = result.pop("files", None) or {}
         if files:
             tmp_dir = self.root / f".{spec.key}.files.tmp"
@@ -78,6 +81,7 @@ class RunStore:
             "key": spec.key,
             "spec": spec.to_json(),
             "seconds": seconds,
+            **({"cpu_seconds": cpu} if cpu is not None else {}),
             "files": sorted(files),
             "isa": kernels,
             "result": result,
@@ -167,15 +171,32 @@ def job_group(label: str) -> str:
     return _SEED.sub("", label)
 
 
+def core_seconds(rec: Mapping[str, Any]) -> float | None:
+    """What a stored job cost a core: the CPU time its process used (``cpu_seconds``), else,
+    in records older than that field, its wall ``seconds``.
+
+    Wall time counts whatever else shared the cores: measured here, MFEC on SpaceInvaders
+    took 165-187 s a job while a third process ran beside the two workers and 74-95 s on an
+    otherwise idle machine (``docs/history.md``, 2026-11-26). CPU time does not count another
+    process's work either, such as a served LLM's: a served job is priced by its decisions
+    (:func:`decision_rates`), not by this."""
+    for field in ("cpu_seconds", "seconds"):
+        value = rec.get(field)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+    return None
+
+
 def rates(records: Iterable[dict[str, Any]]) -> dict[str, list[float]]:
-    """Seconds per unit of declared cost, by job group, of stored records."""
+    """Core-seconds (:func:`core_seconds`) per unit of declared cost, by job group, of stored
+    records."""
     out: dict[str, list[float]] = defaultdict(list)
     for rec in records:
-        spec, seconds = rec.get("spec") or {}, rec.get("seconds")
+        spec, seconds = rec.get("spec") or {}, core_seconds(rec)
         cost, label = spec.get("cost"), spec.get("label")
-        if not label or not isinstance(seconds, int | float) or not cost or cost <= 0:
+        if not label or seconds is None or not cost or cost <= 0:
             continue
-        out[job_group(label)].append(float(seconds) / float(cost))
+        out[job_group(label)].append(seconds / float(cost))
     return out
 
 
@@ -198,9 +219,9 @@ def timings(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
     records = list(records)
     seconds: dict[str, float] = defaultdict(float)
     for rec in records:
-        label = (rec.get("spec") or {}).get("label")
-        if label and isinstance(rec.get("seconds"), int | float):
-            seconds[job_group(label)] += float(rec["seconds"])
+        label, used = (rec.get("spec") or {}).get("label"), core_seconds(rec)
+        if label and used is not None:
+            seconds[job_group(label)] += used
     decisions = decision_rates(records)
     groups = {
         g: {
