@@ -1,14 +1,23 @@
-"""MFEC's kNN estimate over every action's table: one matrix-vector product over a shared key
-buffer (:class:`memrl.memory.episodic.TableSet`, what MFEC runs) against one search per table
-(the path before it), both measured in this run on this machine, one thread.
+"""MFEC's kNN estimate over every action's table, two ways, measured in this run on this
+machine (one thread): one search per table (:class:`memrl.memory.episodic.EpisodicMemory`,
+what MFEC runs) against one matrix-vector product over all the tables' keys kept slot by slot
+in one buffer (``OneProduct`` below: the lever issue 40 proposed, which MFEC ran for one
+round, then dropped).
 
-1. ``q_values`` of one state at 3k, 6k and 12.5k keys per table (MinAtar Breakout's 3
-   actions, the default profile's 64-dim keys and k = 11): the ratio per size.
-2. A whole MFEC run on the default's first MinAtar env, both ways from the same seed: its
-   episode returns must be identical (the arithmetic is the same), and the ratio of the run's
-   wall time.
+``q_values`` of one state, best of interleaved rounds, at equal table sizes (3k, 6k, 12.5k
+keys per table, MinAtar Breakout's 3 actions) and at the sizes a default SpaceInvaders run
+(100k steps, exact MFEC, seed 0) ends with: 11,097 / 10,560 / 11,407 / 17,143 keys. The
+product covers the fullest table's rows for every action (68,572 rows there for 50,207 keys)
+in one block; each table's search reads only its own keys. Measured on the 2-core EPYC
+beside two busy workers (2026-11-26), the ratio swings with the load: per table 1.24-1.47x
+faster at the run's end sizes, 0.7-1.17x at equal sizes. What decides is the whole run: MFEC
+on SpaceInvaders, 100k steps, seed 0, both at once beside the two workers: per table 175.5 s
+of CPU, one product 206.5 s (1.18x), the same returns and memory. The product's round also
+ran its jobs' lookups at 102 s against the per-table runs' published 39 s, most of which is
+the machine: the published runs were timed on another CPU before the kernels were pinned.
+MFEC searches per table again.
 
-    python benchmarks/mfec_lookup.py [--reps 300] [--steps 20000]
+    python benchmarks/mfec_lookup.py [--reps 200] [--rounds 4]
 """
 
 from __future__ import annotations
@@ -19,77 +28,79 @@ from functools import partial
 
 import numpy as np
 
-from memrl.agents import mfec
-from memrl.envs.registry import make
 from memrl.families import load_family
-from memrl.memory.episodic import EpisodicMemory, TableSet
+from memrl.memory.episodic import EpisodicMemory
 from memrl.runtime import set_torch_threads
 
+RUN_END = (11_097, 10_560, 11_407, 17_143)  # a default SpaceInvaders run's tables at 100k steps
 
-class Alone(list):
-    """The path before TableSet: one :class:`EpisodicMemory` per action, each with its own
-    key array, searched one after another."""
 
-    def __init__(self, n: int, capacity: int, dim: int, k: int = 11, merge_radius: float = 0.0):
-        super().__init__(EpisodicMemory(capacity, dim, k, merge_radius) for _ in range(n))
+class OneProduct:
+    """The dropped lever: every table's keys in one buffer, slot by slot (``keys[slot, a]``),
+    and one product of a state against the block up to the fullest table (no exact-match
+    check: the benchmark's random states never match)."""
 
-    def estimate(self, key: np.ndarray) -> np.ndarray:
-        return np.array([m.estimate(key[None])[0] for m in self])
+    def __init__(self, tables: list[EpisodicMemory]) -> None:
+        top, dim = max(t.size for t in tables), tables[0].dim
+        self.tables = tables
+        self.keys = np.zeros((top, len(tables), dim), dtype=np.float32)
+        for a, t in enumerate(tables):
+            self.keys[: t.size, a] = t.keys[: t.size]
+
+    def estimate(self, q: np.ndarray) -> np.ndarray:
+        q = q[None]
+        block = self.keys.reshape(-1, q.shape[1])
+        dots = (q @ block.T).reshape(len(self.keys), len(self.tables))
+        qq = (q * q).sum(1)[:, None]
+        out = np.empty(len(self.tables))
+        for a, t in enumerate(self.tables):
+            now = t.slots.tick()
+            d = qq + t.sq_norms[None, : t.size] - 2.0 * dots[: t.size, a][None]
+            nbrs = np.argpartition(np.maximum(d, 0.0), t.k - 1, axis=1)[:, : t.k]
+            out[a] = t.values[nbrs].mean(1)[0]
+            t.slots.touch(nbrs.ravel(), now)
+        return out
+
+
+def per_table(tables: list[EpisodicMemory], q: np.ndarray) -> np.ndarray:
+    """What MFEC's ``q_values`` does."""
+    return np.array([t.estimate(q[None])[0] for t in tables])
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--reps", type=int, default=300)
-    ap.add_argument("--steps", type=int, default=20_000, help="env steps of the whole run")
+    ap.add_argument("--reps", type=int, default=200)
+    ap.add_argument("--rounds", type=int, default=4)
     a = ap.parse_args()
-    set_torch_threads(1)  # torch and numpy's BLAS on one thread, as every job runs
-    cfg = load_family("episodic_control", "default")
-    p = cfg.mfec
+    set_torch_threads(1)  # numpy's BLAS on one thread, as every job runs
+    p = load_family("episodic_control", "default").mfec
     rng = np.random.default_rng(0)
-    print(f"q_values of one state, 3 tables of {p.key_dim}-dim keys, k = {p.k}")
-    for n in (3_000, 6_000, 12_500):
-        ways = {"per table": Alone(3, n + 1, p.key_dim, k=p.k), "one product": None}
-        ways["one product"] = TableSet(3, n + 1, p.key_dim, k=p.k)
-        for a_ in range(3):
-            for key in rng.normal(size=(n, p.key_dim)).astype(np.float32):
-                value = float(rng.normal())
-                for tables in ways.values():
-                    tables[a_].write(key, value)
+    print(f"q_values of one state, {p.key_dim}-dim keys, k = {p.k}, best of {a.rounds} rounds")
+    for label, sizes in [
+        *((f"{n:,} keys in each of 3 tables", (n,) * 3) for n in (3_000, 6_000, 12_500)),
+        ("a SpaceInvaders run's end " + " / ".join(f"{n:,}" for n in RUN_END), RUN_END),
+    ]:
+        tables = [EpisodicMemory(n + 1, p.key_dim, k=p.k) for n in sizes]
+        for t, n in zip(tables, sizes, strict=True):
+            for key, value in zip(
+                rng.normal(size=(n, p.key_dim)).astype(np.float32), rng.normal(size=n), strict=True
+            ):
+                t.write(key, float(value))
+        one = OneProduct(tables)
         queries = rng.normal(size=(a.reps, p.key_dim)).astype(np.float32)
-        timed = {}
-        for name, tables in ways.items():
-            start = time.perf_counter()
-            for q in queries:
-                tables.estimate(q)
-            timed[name] = (time.perf_counter() - start) / a.reps * 1e6
+        ways = {"per table": partial(per_table, tables), "one product": one.estimate}
+        best = dict.fromkeys(ways, float("inf"))
+        for r in range(a.rounds):
+            for name in list(ways)[:: 1 if r % 2 == 0 else -1]:
+                start = time.perf_counter()
+                for q in queries:
+                    ways[name](q)
+                best[name] = min(best[name], (time.perf_counter() - start) / a.reps * 1e6)
         print(
-            f"  {n:>6,} keys per table: per table {timed['per table']:7.1f} us, one product "
-            f"{timed['one product']:7.1f} us: {timed['per table'] / timed['one product']:.2f}x"
+            f"  {label}: per table {best['per table']:7.1f} us, one product "
+            f"{best['one product']:7.1f} us: per table {best['one product'] / best['per table']:.2f}x",
+            flush=True,
         )
-
-    env_id = next(e.env_id for e in cfg.envs if "MFEC" in e.methods)
-    runs = {}
-    for name in ("per table", "one product"):
-        original = mfec.TableSet
-        if name == "per table":
-            mfec.TableSet = Alone  # type: ignore[misc]
-        try:
-            start = time.perf_counter()
-            runs[name] = (
-                mfec.train(partial(make, env_id), p, a.steps, seed=0),
-                time.perf_counter() - start,
-            )
-        finally:
-            mfec.TableSet = original  # type: ignore[misc]
-    (old, t_old), (new, t_new) = runs["per table"], runs["one product"]
-    same = (
-        old["episode_returns"] == new["episode_returns"]
-        and old["memory_size"] == new["memory_size"]
-    )
-    print(
-        f"MFEC on {env_id}, {a.steps:,} steps: per table {t_old:.1f} s, one product {t_new:.1f} s: "
-        f"{t_old / t_new:.2f}x; episode returns identical: {same}"
-    )
 
 
 if __name__ == "__main__":

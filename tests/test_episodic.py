@@ -190,30 +190,3 @@ def test_aggregation_claims_are_judged_where_memory_is_really_cut():
     assert judged == "MFEC r=1.5" and set(judging.seed) == set(range(cfg.seeds // 2, cfg.seeds))
     df.loc[df.merge_radius > 0, "memory_size"] = 900.0  # no radius cuts enough: the largest
     assert _sweep(cfg, df)[3] == "MFEC r=2"
-
-
-@pytest.mark.parametrize("radius", [0.0, 0.6])
-def test_a_table_set_answers_as_its_tables_do_alone(radius):
-    """MFEC's batched lookup (one product over every action's keys) gives bit-identical
-    estimates, neighbours and LRU state to each table's own search, through evictions."""
-    from memrl.memory.episodic import EpisodicMemory, TableSet
-
-    rng = np.random.default_rng(0)
-    n, cap, dim = 3, 40, 8
-    batched = TableSet(n, cap, dim, k=5, merge_radius=radius)
-    alone = [EpisodicMemory(cap, dim, k=5, merge_radius=radius) for _ in range(n)]
-    pool = rng.normal(size=(30, dim)).astype(np.float32)  # revisits: exact hits too
-    for step in range(600):
-        key = pool[rng.integers(len(pool))] if step % 3 else rng.normal(size=dim)
-        key = np.asarray(key, dtype=np.float32)
-        got = batched.estimate(key)
-        want = np.array([t.estimate(key[None])[0] for t in alone])
-        assert np.array_equal(got, want), step
-        a, value = int(rng.integers(n)), float(rng.normal())
-        batched[a].write(key, value)
-        alone[a].write(key, value)
-    for b, t in zip(batched, alone, strict=True):
-        assert b.scanned == t.scanned and b.size == t.size
-        assert np.array_equal(b.keys[: b.size], t.keys[: t.size])
-        assert b.slots.state().keys() == t.slots.state().keys()
-        assert all(np.array_equal(v, t.slots.state()[k]) for k, v in b.slots.state().items())

@@ -43,24 +43,15 @@ class EpisodicMemory:
         stored key within this Euclidean distance (state aggregation, Pinto 2020).
     """
 
-    def __init__(
-        self,
-        capacity: int,
-        dim: int,
-        k: int = 11,
-        merge_radius: float = 0.0,
-        keys: np.ndarray | None = None,
-        sq_norms: np.ndarray | None = None,
-    ) -> None:
+    def __init__(self, capacity: int, dim: int, k: int = 11, merge_radius: float = 0.0) -> None:
         if capacity < 1 or dim < 1 or k < 1:
             raise ValueError(f"capacity, dim and k must be positive; got {capacity}, {dim}, {k}")
         if merge_radius < 0:
             raise ValueError(f"merge_radius must be >= 0, got {merge_radius}")
         self.capacity, self.dim, self.k = int(capacity), int(dim), int(k)
         self.merge_radius = float(merge_radius)
-        # ``keys``/``sq_norms``: views into buffers shared by several tables (TableSet)
-        self.keys = np.zeros((capacity, dim), dtype=np.float32) if keys is None else keys
-        self.sq_norms = np.zeros(capacity, dtype=np.float32) if sq_norms is None else sq_norms
+        self.keys = np.zeros((capacity, dim), dtype=np.float32)
+        self.sq_norms = np.zeros(capacity, dtype=np.float32)
         self.values = np.zeros(capacity, dtype=np.float64)
         self.slots = LRUSlots(capacity)
         self.scanned = 0  # keys compared against queries in kNN searches
@@ -99,17 +90,9 @@ class EpisodicMemory:
     def estimate(self, queries: np.ndarray) -> np.ndarray:
         """Value estimates for a batch of states (0 for an empty table)."""
         q = self._as_keys(queries)
-        out, miss, now = self._exact(q)
-        if miss.any():
-            qm = q[miss]
-            out[miss] = self._knn(qm, self._sq_distances(qm), now)
-        return out
-
-    def _exact(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-        """Exact-match answers (0 elsewhere), which queries missed, and the LRU clock."""
         out = np.zeros(len(q))
         if self.size == 0:
-            return out, np.zeros(len(q), dtype=bool), 0
+            return out
         now = self.slots.tick()
         hits = [self.slots.find(row.tobytes()) for row in q]
         miss = np.array([h < 0 for h in hits])
@@ -117,26 +100,24 @@ class EpisodicMemory:
             if h >= 0:
                 out[j] = self.values[h]
                 self.slots.touch(h, now)
-        return out, miss, now
-
-    def _knn(self, qm: np.ndarray, d: np.ndarray, now: int) -> np.ndarray:
-        """Estimates of the missed queries ``qm`` from their squared distances ``d`` to the
-        stored keys: the mean of the ``k`` nearest values (with aggregation, the value of the
-        key within ``merge_radius``)."""
-        k = min(self.k, self.size)
-        if k < self.size:
-            nbrs = np.argpartition(d, k - 1, axis=1)[:, :k]
-        else:
-            nbrs = np.broadcast_to(np.arange(self.size), (len(qm), self.size))
-        est = self.values[nbrs].mean(1)
-        if self.merge_radius > 0:  # an aggregated state reads its representative's value
-            near = d.argmin(1)
-            diff = qm - self.keys[near]
-            inside = (diff * diff).sum(1) <= self.merge_radius**2
-            est[inside] = self.values[near[inside]]
-            self.slots.touch(near[inside], now)
-        self.slots.touch(nbrs.ravel(), now)
-        return est
+        if miss.any():
+            qm = q[miss]
+            d = self._sq_distances(qm)
+            k = min(self.k, self.size)
+            if k < self.size:
+                nbrs = np.argpartition(d, k - 1, axis=1)[:, :k]
+            else:
+                nbrs = np.broadcast_to(np.arange(self.size), (len(qm), self.size))
+            est = self.values[nbrs].mean(1)
+            if self.merge_radius > 0:  # an aggregated state reads its representative's value
+                near = d.argmin(1)
+                diff = qm - self.keys[near]
+                inside = (diff * diff).sum(1) <= self.merge_radius**2
+                est[inside] = self.values[near[inside]]
+                self.slots.touch(near[inside], now)
+            out[miss] = est
+            self.slots.touch(nbrs.ravel(), now)
+        return out
 
     def write(self, key: np.ndarray, value: float) -> int:
         """Store ``value`` for ``key`` (max with an existing match); returns its slot."""
@@ -192,53 +173,3 @@ class EpisodicMemory:
             table.slots.restore({k[6:]: f[k] for k in f.files if k.startswith("slots_")})
             table.scanned = int(scanned)
         return table
-
-
-class TableSet:
-    """One :class:`EpisodicMemory` per action whose keys live in one shared buffer, slot by
-    slot (``keys[slot, action]``), so the stored keys of every table up to the fullest one are
-    one contiguous block and the kNN search of a state against every action's table is one
-    matrix-vector product (:meth:`estimate`); each table still answers, writes and evicts on
-    its own.
-
-    :param n: how many tables (actions); the other parameters as :class:`EpisodicMemory`'s.
-    """
-
-    def __init__(self, n: int, capacity: int, dim: int, k: int = 11, merge_radius: float = 0.0):
-        self.keys = np.zeros((capacity, n, dim), dtype=np.float32)
-        self.sq_norms = np.zeros((capacity, n), dtype=np.float32)
-        self.tables = [
-            EpisodicMemory(capacity, dim, k, merge_radius, self.keys[:, a], self.sq_norms[:, a])
-            for a in range(n)
-        ]
-
-    def __getitem__(self, a: int) -> EpisodicMemory:
-        return self.tables[a]
-
-    def __iter__(self):
-        return iter(self.tables)
-
-    def __len__(self) -> int:
-        return len(self.tables)
-
-    def estimate(self, key: np.ndarray) -> np.ndarray:
-        """Every table's estimate for one state: the same answers, neighbours and LRU
-        touches as each table's own :meth:`EpisodicMemory.estimate`, the distances to every
-        stored key from one product."""
-        tables = self.tables
-        q = tables[0]._as_keys(key)
-        found = [t._exact(q) for t in tables]
-        out = np.array([f[0][0] for f in found])
-        missed = [a for a, (_, miss, _) in enumerate(found) if miss.any()]
-        if not missed:
-            return out
-        top = max(tables[a].size for a in missed)
-        block = self.keys[:top].reshape(-1, q.shape[1])  # (top * n, dim), no copy
-        dots = (q @ block.T).reshape(top, len(tables))
-        qq = (q * q).sum(1)[:, None]
-        for a in missed:
-            t = tables[a]
-            t.scanned += t.size
-            d = qq + t.sq_norms[None, : t.size] - 2.0 * dots[: t.size, a][None]
-            out[a] = t._knn(q, np.maximum(d, 0.0), found[a][2])[0]
-        return out
