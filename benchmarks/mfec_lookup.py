@@ -12,10 +12,10 @@ in one block; each table's search reads only its own keys. Measured on the 2-cor
 beside two busy workers (2026-11-26), the ratio swings with the load: per table 1.24-1.47x
 faster at the run's end sizes, 0.7-1.17x at equal sizes. What decides is the whole run: MFEC
 on SpaceInvaders, 100k steps, seed 0, both at once beside the two workers: per table 175.5 s
-of CPU, one product 206.5 s (1.18x), the same returns and memory. The product's round also
-ran its jobs' lookups at 102 s against the per-table runs' published 39 s, most of which is
-the machine: the published runs were timed on another CPU before the kernels were pinned.
-MFEC searches per table again.
+of CPU, one product 206.5 s (1.18x), the same returns and memory; the default profile's jobs,
+paired by seed (6 seeds, CPU time, only the two workers running): per table 1.06x. MFEC
+searches per table again. (Both ways ran their lookups at ~100-120 s a SpaceInvaders job
+against the published 39 s: the publishing machine, not the product or the pin.)
 
     python benchmarks/mfec_lookup.py [--reps 200] [--rounds 4]
 """
