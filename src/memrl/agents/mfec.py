@@ -73,7 +73,8 @@ class MFEC:
             0.0, 1.0 / np.sqrt(p.key_dim), (p.key_dim, obs_dim)
         ).astype(np.float32)
         # one table per action, each searched on its own: one product over all the tables'
-        # keys at once ran 1.47x slower at a SpaceInvaders run's end (benchmarks/mfec_lookup.py)
+        # keys at once searches the fullest table's rows for every action and ran the default's
+        # SpaceInvaders jobs 1.06x slower (benchmarks/mfec_lookup.py)
         self.tables = [
             EpisodicMemory(p.capacity, p.key_dim, k=p.k, merge_radius=p.merge_radius)
             for _ in range(n_actions)
