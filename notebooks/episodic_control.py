@@ -14,8 +14,8 @@
 # %% [markdown]
 # # Episodic control: does a table of remembered returns learn faster than DQN?
 #
-# Three claims, each rerun over several seeds and aggregated with rliable (interquartile
-# mean, 95% stratified-bootstrap CI):
+# Four claims (EC-1 to EC-4, on three methods), each rerun over several seeds and aggregated
+# with rliable (interquartile mean, 95% stratified-bootstrap CI):
 #
 # 1. **MFEC** (Blundell et al. 2016) — remember, for every state and action, the best
 #    Monte-Carlo return seen; estimate unseen states from their 11 nearest neighbours —

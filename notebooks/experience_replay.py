@@ -14,8 +14,8 @@
 # %% [markdown]
 # # Experience replay: does replaying memories do what the papers say?
 #
-# Six claims about replay (ER-1 to ER-6, on four methods), each rerun over several seeds and aggregated with
-# rliable (interquartile mean, 95% stratified-bootstrap CI):
+# Eight claims about replay (ER-1 to ER-8, on five methods), each rerun over several seeds and
+# aggregated with rliable (interquartile mean, 95% stratified-bootstrap CI):
 #
 # 1. **Q-learning with replay** converges faster on MDPs where replay helps (Szlak & Shamir 2021).
 # 2. **Prioritized replay** needs far fewer updates than uniform replay on the Blind Cliffwalk,
@@ -24,6 +24,9 @@
 #    (Andrychowicz et al. 2017).
 # 4. **Replay across Experiments** — mixing an earlier experiment's data into replay — beats
 #    learning from scratch, even with poorer or less data (Tirumala et al. 2023).
+# 5. **Streaming deep RL**, replay's counter-claim: stream Q(λ), with no replay buffer, learns
+#    MinAtar where DQN with a buffer of one fails, and keeps up with DQN with replay (Elsayed,
+#    Vasan & Mahmood 2024).
 #
 # All training code lives in `memrl`: each (configuration, seed) is one job of
 # `memrl.families.experience_replay.jobs`, stored on its own by the `runs_experience_replay`

@@ -14,7 +14,7 @@
 # %% [markdown]
 # # Recurrent off-policy RL: does memory make SAC and TD3 work on POMDPs?
 #
-# When the observation hides part of the state, an agent must remember. Seven papers, ten
+# When the observation hides part of the state, an agent must remember. Eight papers, eleven
 # claims, each rerun over several seeds and aggregated with rliable (interquartile mean,
 # 95% stratified-bootstrap CI):
 #
@@ -37,6 +37,9 @@
 # 10. **RATE** (Cherepanov et al. 2023) keeps recalling the T-Maze cue beyond its attention
 #     window, where a decision transformer with the same window falls to chance; with it, the
 #     *memory card* classifies every core by what it can remember.
+# 11. **Real-time recurrent learning** (Irie et al. 2023): cores trained with backpropagation
+#     truncated at K steps do not carry the cue further than K, while an element-wise LSTM
+#     trained by exact RTRL (no truncation) does.
 #
 # The agents (`memrl.agents.recurrent_sac`, `recurrent_td3`, `recurrent_sac_discrete`) read
 # `[o_t, a_{t-1}, r_{t-1}]` through a memory core (`memrl.memory.cores`: GRU, LSTM, FFM, S5 or
