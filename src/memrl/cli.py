@@ -27,6 +27,7 @@ section of params.yaml, the value read as YAML), validated like params.yaml.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -34,6 +35,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+# memrl draws its own progress (MEMRL_PROGRESS); the Hugging Face libraries' bars for loading
+# local weights (under a second each) would only interleave with it, in every job worker and
+# notebook kernel this process starts (they inherit the environment)
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 PROFILE_HELP = "smoke | default | paper (default: default)"
 
