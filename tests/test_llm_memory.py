@@ -273,6 +273,28 @@ def test_cached_batched_scoring_equals_plain_forward_passes(scorer):
     assert scorer.choose(prefix, "x", cands, 0.0, rng) == int(np.argmax(s))
 
 
+def test_linear_layers_run_on_openblas_without_gradients_and_on_torch_with_them():
+    from transformers.pytorch_utils import Conv1D
+
+    from memrl.llm.models import BlasLinear, blas_products
+
+    lm = load_model("tiny-random")  # GPT-2: Conv1D blocks and an nn.Linear head
+    layers = [m for m in lm.model.modules() if isinstance(m, th.nn.Linear | Conv1D)]
+    assert layers and all(isinstance(m.forward, BlasLinear) for m in layers)
+    assert blas_products(lm.model) == 0  # already routed: not wrapped twice
+    x = th.randint(0, 257, (1, 40))
+    with th.inference_mode():
+        blas = lm.model(input_ids=x).logits
+    with th.enable_grad():  # the modules' own forward (torch), gradients flowing
+        own = lm.model(input_ids=x).logits
+        own.sum().backward()
+    assert own.requires_grad and lm.model.lm_head.weight.grad is not None
+    assert not blas.requires_grad
+    assert th.allclose(blas, own.detach(), rtol=1e-5, atol=1e-5)
+    half = load_model("tiny-random", dtype="bfloat16")  # only float32 goes through OpenBLAS
+    assert not any(isinstance(m.forward, BlasLinear) for m in half.model.modules())
+
+
 def test_missing_model_fails_with_the_fix():
     from memrl.llm.models import ModelNotFoundError, ensure_model
 

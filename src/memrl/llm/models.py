@@ -23,6 +23,8 @@ import tempfile
 from pathlib import Path
 from typing import NamedTuple
 
+import numpy as np
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
@@ -186,4 +188,50 @@ def load_model(
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
     model.to(device=dev, dtype=getattr(th, dtype)).eval()
+    if dev == "cpu" and dtype == "float32":
+        blas_products(model)
     return LoadedModel(model, tok, spec, dev)
+
+
+class BlasLinear:
+    """A frozen linear layer's inference product on numpy's OpenBLAS.
+
+    Pinned (:mod:`memrl.isa`), torch's products run on MKL's ``COMPATIBLE`` branch, the one
+    Intel documents as agreeing across CPU vendors; at a language model's sizes it costs
+    ~2.7x against MKL's own kernels on an AVX2 EPYC (a 300x576 by 576x1536 product: 24 ms
+    against 8.9), while numpy's OpenBLAS, pinned to its Haswell kernels, runs it in 7.5 ms
+    (``benchmarks/llm_linear.py``). Wrapped around a module's ``forward``, it computes
+    ``x @ W.T + b`` (``nn.Linear``) or ``x @ W + b`` (GPT-2's ``Conv1D``) there when no
+    gradient is asked for, on float32 CPU tensors; otherwise the module's own forward runs.
+    The weights are read at every call (views, no copy), so a module trained in between
+    stays right.
+    """
+
+    def __init__(self, module, transposed: bool):
+        self.module, self.transposed = module, transposed
+        self.torch_forward = module.forward
+
+    def __call__(self, x):
+        import torch as th
+
+        if th.is_grad_enabled() or x.dtype != th.float32 or x.device.type != "cpu":
+            return self.torch_forward(x)
+        w = self.module.weight.detach().numpy()
+        a = np.ascontiguousarray(x.detach().reshape(-1, x.shape[-1]).numpy())
+        y = a @ (w.T if self.transposed else w)
+        if self.module.bias is not None:
+            y += self.module.bias.detach().numpy()
+        return th.from_numpy(y).reshape(*x.shape[:-1], y.shape[-1])
+
+
+def blas_products(model) -> int:
+    """Route every linear layer of ``model`` through :class:`BlasLinear`; their number."""
+    from torch import nn
+    from transformers.pytorch_utils import Conv1D
+
+    n = 0
+    for module in model.modules():
+        if isinstance(module, nn.Linear | Conv1D) and not isinstance(module.forward, BlasLinear):
+            module.forward = BlasLinear(module, transposed=isinstance(module, nn.Linear))
+            n += 1
+    return n
