@@ -95,6 +95,26 @@ def test_undecided_names_its_reason_and_the_seeds_a_decision_needs():
     got = _verdict([("c", "b")])  # c − b > 0 but its CI reaches below 0
     assert got.startswith("inconclusive (power: ~") and got.endswith("seeds per arm would decide)")
     assert _verdict([("a", "b")], floor="f_hi") == "inconclusive (floor)"  # both at the floor
+    # seeds decide only the comparisons not at the floor: the verdict says how many are
+    one_side = Comparison("b", "a", floor="f_hi", sides=("b",))
+    mixed = _verdict([("c", "b"), one_side])
+    assert mixed.startswith("inconclusive (power: ~")
+    assert mixed.endswith("seeds per arm would decide; 1 of 2 comparisons sit at the floor)")
+    from memrl.stats.claims import comparison_text
+
+    texts = [
+        comparison_text(o.as_dict())
+        for o in ClaimResult(
+            claim=_claim(),
+            estimates=dict(E),
+            ours="a",
+            comparisons=[Comparison("a", "b", floor="f_hi"), one_side],
+            budget="b",
+            deviations=[],
+        ).outcomes
+    ]
+    assert texts[0].endswith("undecided (both at the floor)")
+    assert texts[1].endswith("undecided (b at the floor)")  # the side that must clear it
     below = Claim(
         family="f",
         claim_id="T",

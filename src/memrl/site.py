@@ -135,7 +135,8 @@ def index(
         + ". Each comparison is judged on the difference of two IQMs over seeds with its "
         "95% bootstrap CI: <em>beats</em> holds when the CI is above 0, <em>matches</em> when "
         "it is above −δ; a comparison whose arms both sit at the floor (a policy with no "
-        "learning or no knowledge) is undecided. <em>Coverage</em>: our budget / the "
+        "learning or no knowledge), or whose baseline does where the claim needs it to have "
+        "learned, is undecided. <em>Coverage</em>: our budget / the "
         "paper's.</p>",
         "<figure class='forest'><img src='forest.png' alt='every comparison: its difference "
         "with the 95% CI, coloured by outcome'><figcaption>Every comparison: difference with "

@@ -149,7 +149,9 @@ def comparison_text(c: dict[str, Any], digits: int = 4) -> str:
     d = c["difference"]
     margin = f", δ {g(c['margin'], '')}" if c.get("margin") is not None else ""
     reason = c.get("reason") or ""
-    why = " (both at the floor)" if reason == "floor" else f" ({reason})" if reason else ""
+    sides = c.get("sides") or [c["better"], c["worse"]]
+    at_floor = "both" if len(sides) > 1 else sides[0]
+    why = f" ({at_floor} at the floor)" if reason == "floor" else f" ({reason})" if reason else ""
     at = c.get("at_margin") or {}
     sens = f" (at δ/2: {at['0.5δ']}; at 2δ: {at['2δ']})" if at else ""
     return (
@@ -259,6 +261,7 @@ class Outcome:
             "margin": j.margin,
             "margin_source": c.margin.source if c.margin else None,
             "floor": c.floor,
+            "sides": list(c.sides or (c.better, c.worse)),  # the arms that must clear it
             "outcome": j.outcome,
             "reason": j.reason,
             "p": j.p,
@@ -519,12 +522,17 @@ def verdict(
     if short:
         return Verdict(INCONCLUSIVE, "budget")
     needed = [j.seeds_needed for j in judgements if j.reason == "power"]
+    floored = sum(j.reason == "floor" for j in judgements)
+    # seeds decide only what is not at the floor: say so where some comparisons are
+    rest = f"; {floored} of {len(judgements)} comparisons sit at the floor" if floored else ""
     if not needed and any(j.reason == MULTIPLICITY for j in judgements):
         return Verdict(INCONCLUSIVE, MULTIPLICITY, "no decision survives Holm's correction")
     if not needed and any(j.reason == NO_SPREAD for j in judgements):
         return Verdict(INCONCLUSIVE, NO_SPREAD, "the compared runs do not vary")
     if any(n == 0 for n in needed):
-        return Verdict(INCONCLUSIVE, "power")
+        return Verdict(INCONCLUSIVE, "power", rest[2:])
     if any(n is None for n in needed):
-        return Verdict(INCONCLUSIVE, "power", "not decided at 100 seeds per arm in simulation")
-    return Verdict(INCONCLUSIVE, "power", f"~{max(needed)} seeds per arm would decide")
+        return Verdict(
+            INCONCLUSIVE, "power", f"not decided at 100 seeds per arm in simulation{rest}"
+        )
+    return Verdict(INCONCLUSIVE, "power", f"~{max(needed)} seeds per arm would decide{rest}")
