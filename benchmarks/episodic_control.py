@@ -16,6 +16,9 @@ import argparse
 import time
 from functools import partial
 
+import memrl  # noqa: F401  (first: importing it pins the kernels, memrl.isa)
+
+# isort: split
 import numpy as np
 from scipy.spatial import cKDTree
 

@@ -19,6 +19,9 @@ from __future__ import annotations
 import argparse
 import time
 
+import memrl  # noqa: F401  (first: importing it pins the kernels, memrl.isa)
+
+# isort: split
 import numpy as np
 import torch as th
 
@@ -30,6 +33,7 @@ from memrl.llm.embeddings import Embedder
 from memrl.llm.models import load_model
 from memrl.llm.scoring import LLMScorer
 from memrl.memory.experience import ExperienceMemory, Step
+from memrl.runtime import set_torch_threads
 
 
 def decisions(cfg, n: int):
@@ -91,7 +95,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--records", type=int, default=10_000)
     args = ap.parse_args()
-    th.set_num_threads(args.threads)
+    set_torch_threads(args.threads)  # torch and numpy's BLAS alike
     cfg = load_family("llm_memory_rl", "default")
     loaded = load_model(args.model)
     batch = decisions(cfg, args.decisions)

@@ -27,7 +27,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import torch as th
+import memrl  # noqa: F401  (first: importing it pins the kernels, memrl.isa)
+
+# isort: split
 from llm_scoring import decisions  # this folder's decision generator
 
 from memrl.agents.rlem import PREFIX
@@ -36,6 +38,7 @@ from memrl.llm.models import load_model, smollm2_gguf
 from memrl.llm.scoring import LLMScorer
 from memrl.llm.serve import free_port, served
 from memrl.llm.server import ServerScorer
+from memrl.runtime import set_torch_threads
 
 
 def per_decision(scorer, triples) -> float:
@@ -50,7 +53,7 @@ def main() -> None:
     ap.add_argument("--decisions", type=int, default=12)
     ap.add_argument("--echo", type=int, default=1, help="decisions on the OpenAI echo route")
     args = ap.parse_args()
-    th.set_num_threads(1)
+    set_torch_threads(1)  # torch and numpy's OpenBLAS (the model's products) on one thread
     cfg = load_family("llm_memory_rl", "default")
     triples = decisions(cfg, args.decisions)
     gguf = str(smollm2_gguf())

@@ -17,10 +17,14 @@ from __future__ import annotations
 import argparse
 import time
 
+import memrl  # noqa: F401  (first: importing it pins the kernels, memrl.isa)
+
+# isort: split
 import torch as th
 from torch import nn
 
 from memrl.memory.cores import FFMCore, GRUCore, LSTMCore, S5Core
+from memrl.runtime import set_torch_threads
 
 
 class GRUCellLoop(nn.Module):
@@ -66,7 +70,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--threads", type=int, default=1)
     a = ap.parse_args()
-    th.set_num_threads(a.threads)
+    set_torch_threads(a.threads)  # torch and numpy's BLAS alike
     th.manual_seed(0)
     x = th.randn(a.batch, a.time, a.inputs)
     print(

@@ -26,6 +26,9 @@ import argparse
 import time
 from functools import partial
 
+import memrl  # noqa: F401  (first: importing it pins the kernels, memrl.isa)
+
+# isort: split
 import numpy as np
 
 from memrl.families import load_family

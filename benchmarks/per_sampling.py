@@ -14,6 +14,9 @@ from __future__ import annotations
 import argparse
 import time
 
+import memrl  # noqa: F401  (first: importing it pins the kernels, memrl.isa)
+
+# isort: split
 import numpy as np
 
 

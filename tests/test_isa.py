@@ -9,10 +9,12 @@ the same job gives the same bytes under every one of them.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -103,3 +105,21 @@ def test_the_store_keeps_the_kernels_apart_from_the_result(tmp_path):
     store.save(spec, {"y": 2, ISA_FIELD: {"level": "x86-64-v3"}}, 1.0)
     rec = store.load(spec)
     assert rec["result"] == {"y": 2} and rec["isa"] == {"level": "x86-64-v3"}
+
+
+BENCHMARKS = sorted((Path(__file__).resolve().parents[1] / "benchmarks").glob("*.py"))
+
+
+@pytest.mark.parametrize("script", BENCHMARKS, ids=lambda p: p.name)
+def test_each_benchmark_pins_the_kernels_before_numpy_or_torch_load(script):
+    """A benchmark measures what the jobs run: its first import beyond the standard library
+    is memrl (which pins the kernels, :func:`memrl.isa.pin`), never numpy or torch, whose
+    kernels would then follow this CPU (OpenBLAS's, read once when numpy loads)."""
+    for node in ast.parse(script.read_text()).body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            name = node.names[0].name if isinstance(node, ast.Import) else node.module or ""
+            top = name.split(".")[0]
+            if top == "__future__" or top in sys.stdlib_module_names:
+                continue
+            assert top == "memrl", f"{script.name} imports {top} before memrl"
+            return
