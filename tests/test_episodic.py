@@ -163,12 +163,14 @@ def test_a_saved_table_loads_and_behaves_exactly_as_the_original(tmp_path, radiu
 
 
 def test_aggregation_claims_are_judged_where_memory_is_really_cut():
-    """EC-2/EC-3 are judged at the smallest radius keeping <= 50% of exact MFEC's keys (at
-    r = 1 aggregation kept 97%: "no significant loss" there tests nothing)."""
+    """EC-2 ("cuts memory substantially") is judged at the smallest radius keeping <= 50% of
+    exact MFEC's keys, EC-3 ("no loss at conservative thresholds") at the smallest keeping
+    <= 90%, the most conservative that aggregates at all (at r = 1 aggregation kept 97%:
+    "no significant loss" there tests nothing)."""
     import pandas as pd
 
     from memrl.families import load_family
-    from memrl.families.episodic_control.claims import _sweep
+    from memrl.families.episodic_control.claims import CONSERVATIVE_CUT, _sweep
 
     cfg = load_family("episodic_control", "default")
     kept = {0.0: 1.0, 1.0: 0.97, 1.5: 0.45, 2.0: 0.3}
@@ -188,5 +190,8 @@ def test_aggregation_claims_are_judged_where_memory_is_really_cut():
     # picked on the selection seeds (the first half) alone; the others are what is judged
     judging, _, _, judged = _sweep(cfg, df)
     assert judged == "MFEC r=1.5" and set(judging.seed) == set(range(cfg.seeds // 2, cfg.seeds))
+    df.loc[df.merge_radius == 1.5, "memory_size"] = 600.0  # r=1.5 cuts, but not by half
+    assert _sweep(cfg, df)[3] == "MFEC r=2"
+    assert _sweep(cfg, df, cut_share=CONSERVATIVE_CUT)[3] == "MFEC r=1.5"
     df.loc[df.merge_radius > 0, "memory_size"] = 900.0  # no radius cuts enough: the largest
     assert _sweep(cfg, df)[3] == "MFEC r=2"
