@@ -120,6 +120,16 @@ def test_repro_validates_the_profile_before_dvc_starts(monkeypatch, capsys):
     assert "seeds" in capsys.readouterr().err
 
 
+def test_repro_runs_the_stages_it_is_given_and_only_those():
+    assert pipeline.dvc_targets("default", []) == ["dvc.yaml"]
+    assert pipeline.dvc_targets("default", ["episodic_control", "-f"]) == [
+        "dvc.yaml:episodic_control",
+        "-f",
+    ]
+    smoke = dvcfile.pipeline_file("smoke")
+    assert pipeline.dvc_targets("smoke", ["-j", "2", "report"]) == [f"{smoke}:report", "-j", "2"]
+
+
 def test_profiles_script_runs_without_the_package():
     script = ROOT / "src" / "memrl" / "profiles.py"
     ok = subprocess.run([sys.executable, "-I", str(script), "smoke"], capture_output=True)

@@ -310,7 +310,11 @@ def parser() -> argparse.ArgumentParser:
                 help="override a parameter, e.g. rsac.learning_rate=3e-4",
             )  # noqa: E501
 
-    p = verb("repro", "validate a profile, then `dvc repro` its pipeline (extra args go to dvc)")
+    p = verb(
+        "repro",
+        "validate a profile, then `dvc repro` its pipeline, or only the stages named (with "
+        "what they need); options go to dvc",
+    )
     profile(p, sets=False)
     p = verb(
         "estimate", "price the jobs not yet stored (core-seconds, wall time), from stored runs"

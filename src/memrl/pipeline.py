@@ -208,7 +208,7 @@ def repro(profile: str, args: list[str]) -> int:
         print(f"memrl: {err}", file=sys.stderr)
         return 2
     _announce(profile)
-    proc = subprocess.Popen(["dvc", "repro", pipeline_file(profile), *args], start_new_session=True)
+    proc = subprocess.Popen(["dvc", "repro", *dvc_targets(profile, args)], start_new_session=True)
     stopping: list[int] = []
     signal.signal(signal.SIGINT, lambda signum, frame: stopping.append(signum))
     signal.signal(signal.SIGTERM, lambda signum, frame: stopping.append(signum))
@@ -230,6 +230,26 @@ def repro(profile: str, args: list[str]) -> int:
         pass
     print("\nmemrl: stopped; finished jobs are kept, `make repro` resumes", file=sys.stderr)
     return 128 + stopping[0]
+
+
+# dvc repro's options that take a value (the next argument is not a stage)
+_VALUED = {"-j", "--jobs"}
+
+
+def dvc_targets(profile: str, args: list[str]) -> list[str]:
+    """``dvc repro``'s arguments for ``args`` under ``profile``: the profile's whole pipeline,
+    or, where ``args`` name stages, those stages of the profile's pipeline file alone (and what
+    they depend on). A bare stage name beside the pipeline file would run the whole pipeline."""
+    stages, out, value = [], [], False
+    for a in args:
+        if value or a.startswith("-"):
+            out.append(a)
+            value = a in _VALUED
+        else:
+            stages.append(a)
+    file = pipeline_file(profile)
+    named = [s if ":" in s or s.endswith((".yaml", ".yml")) else f"{file}:{s}" for s in stages]
+    return [*(named or [file]), *out]
 
 
 def _announce(profile: str) -> None:
