@@ -208,7 +208,9 @@ def repro(profile: str, args: list[str]) -> int:
         print(f"memrl: {err}", file=sys.stderr)
         return 2
     _announce(profile)
-    proc = subprocess.Popen(["dvc", "repro", *dvc_targets(profile, args)], start_new_session=True)
+    targets = dvc_targets(profile, args)
+    whole = targets[0] == pipeline_file(profile)  # else only the stages named (no report)
+    proc = subprocess.Popen(["dvc", "repro", *targets], start_new_session=True)
     stopping: list[int] = []
     signal.signal(signal.SIGINT, lambda signum, frame: stopping.append(signum))
     signal.signal(signal.SIGTERM, lambda signum, frame: stopping.append(signum))
@@ -221,7 +223,7 @@ def repro(profile: str, args: list[str]) -> int:
                 os.killpg(proc.pid, signal.SIGKILL)
         time.sleep(0.2)
     if not stopping:
-        if proc.returncode == 0:
+        if proc.returncode == 0 and whole:
             print(f"report: {results_root(profile)}/REPORT.md")
         return proc.returncode
     try:
