@@ -121,13 +121,19 @@ def test_repro_validates_the_profile_before_dvc_starts(monkeypatch, capsys):
 
 
 def test_repro_runs_the_stages_it_is_given_and_only_those():
-    assert pipeline.dvc_targets("default", []) == ["dvc.yaml"]
-    assert pipeline.dvc_targets("default", ["episodic_control", "-f"]) == [
+    assert pipeline.dvc_targets("default", []) == ["dvc.yaml", "-q"]  # DVC's hints: only -v
+    assert pipeline.dvc_targets("default", ["episodic_control", "-f", "-v"]) == [
         "dvc.yaml:episodic_control",
         "-f",
+        "-v",
     ]
     smoke = dvcfile.pipeline_file("smoke")
-    assert pipeline.dvc_targets("smoke", ["-j", "2", "report"]) == [f"{smoke}:report", "-j", "2"]
+    assert pipeline.dvc_targets("smoke", ["-j", "2", "report"]) == [
+        f"{smoke}:report",
+        "-j",
+        "2",
+        "-q",
+    ]
 
 
 def test_profiles_script_runs_without_the_package():

@@ -251,7 +251,10 @@ def dvc_targets(profile: str, args: list[str]) -> list[str]:
             stages.append(a)
     file = pipeline_file(profile)
     named = [s if ":" in s or s.endswith((".yaml", ".yml")) else f"{file}:{s}" for s in stages]
-    return [*(named or [file]), *out]
+    # DVC's own lines ("Running stage", the `git add dvc.lock` hint) only with -v: each stage
+    # says what it does itself, and DVC's errors show either way
+    loud = {"-v", "--verbose", "-q", "--quiet"} & set(out)
+    return [*(named or [file]), *out, *([] if loud else ["-q"])]
 
 
 def _announce(profile: str) -> None:
