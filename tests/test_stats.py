@@ -99,7 +99,7 @@ def test_undecided_names_its_reason_and_the_seeds_a_decision_needs():
     one_side = Comparison("b", "a", floor="f_hi", sides=("b",))
     mixed = _verdict([("c", "b"), one_side])
     assert mixed.startswith("inconclusive (power: ~")
-    assert mixed.endswith("seeds per arm would decide; 1 of 2 comparisons sit at the floor)")
+    assert mixed.endswith("seeds per arm would decide; 1 of 2 comparisons sits at the floor)")
     from memrl.stats.claims import comparison_text
 
     texts = [

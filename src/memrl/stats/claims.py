@@ -524,7 +524,8 @@ def verdict(
     needed = [j.seeds_needed for j in judgements if j.reason == "power"]
     floored = sum(j.reason == "floor" for j in judgements)
     # seeds decide only what is not at the floor: say so where some comparisons are
-    rest = f"; {floored} of {len(judgements)} comparisons sit at the floor" if floored else ""
+    sit = "sits" if floored == 1 else "sit"
+    rest = f"; {floored} of {len(judgements)} comparisons {sit} at the floor" if floored else ""
     if not needed and any(j.reason == MULTIPLICITY for j in judgements):
         return Verdict(INCONCLUSIVE, MULTIPLICITY, "no decision survives Holm's correction")
     if not needed and any(j.reason == NO_SPREAD for j in judgements):
