@@ -525,15 +525,17 @@ def verdict(
     floored = sum(j.reason == "floor" for j in judgements)
     # seeds decide only what is not at the floor: say so where some comparisons are
     sit = "sits" if floored == 1 else "sit"
-    rest = f"; {floored} of {len(judgements)} comparisons {sit} at the floor" if floored else ""
+    at_floor = f"{floored} of {len(judgements)} comparisons {sit} at the floor" if floored else ""
+
+    def power(detail: str = "") -> Verdict:
+        return Verdict(INCONCLUSIVE, "power", "; ".join(t for t in (detail, at_floor) if t))
+
     if not needed and any(j.reason == MULTIPLICITY for j in judgements):
         return Verdict(INCONCLUSIVE, MULTIPLICITY, "no decision survives Holm's correction")
     if not needed and any(j.reason == NO_SPREAD for j in judgements):
         return Verdict(INCONCLUSIVE, NO_SPREAD, "the compared runs do not vary")
     if any(n == 0 for n in needed):
-        return Verdict(INCONCLUSIVE, "power", rest[2:])
+        return power()
     if any(n is None for n in needed):
-        return Verdict(
-            INCONCLUSIVE, "power", f"not decided at 100 seeds per arm in simulation{rest}"
-        )
-    return Verdict(INCONCLUSIVE, "power", f"~{max(needed)} seeds per arm would decide{rest}")
+        return power("not decided at 100 seeds per arm in simulation")
+    return power(f"~{max(needed)} seeds per arm would decide")
