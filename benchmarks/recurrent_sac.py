@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from types import SimpleNamespace
 
 
 def main() -> None:
@@ -30,7 +29,8 @@ def main() -> None:
     import gymnasium as gym
     from stable_baselines3 import SAC
 
-    from memrl.agents.recurrent_sac import train
+    from memrl.agents.recurrent_loop import RecurrentParams, train
+    from memrl.agents.recurrent_sac import RecurrentSAC
     from memrl.agents.sb3 import silent
     from memrl.envs.pomdp import make_masked
     from memrl.runtime import set_torch_threads
@@ -50,7 +50,7 @@ def main() -> None:
     print(f"{a.steps:,} env steps, 1 update/step after {a.learning_starts}, 1 thread")
     print(f"  SB3 SAC (MLP 256x256, batch 256, Pendulum)   {base:7.1f} steps/s   1.00x")
     for core in a.cores.split(","):
-        p = SimpleNamespace(
+        p = RecurrentParams(
             core=core,
             hidden_size=a.hidden,
             shared_encoder=False,
@@ -68,7 +68,7 @@ def main() -> None:
             ffm_context=a.ffm_context,
         )
         t = time.perf_counter()
-        train(make_masked("Pendulum-v1", "V"), p, a.steps, seed=0)
+        train(RecurrentSAC.for_env, lambda _: make_masked("Pendulum-v1", "V"), p, a.steps, seed=0)
         rate = a.steps / (time.perf_counter() - t)
         size = f"m{a.ffm_memory} c{a.ffm_context} h{a.hidden}" if core == "ffm" else f"{a.hidden}"
         label = f"recurrent SAC ({core} {size}, {a.batch}x{a.seq_len}, Pendulum-V)"

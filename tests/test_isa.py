@@ -123,3 +123,21 @@ def test_each_benchmark_pins_the_kernels_before_numpy_or_torch_load(script):
                 continue
             assert top == "memrl", f"{script.name} imports {top} before memrl"
             return
+
+
+@pytest.mark.parametrize("script", BENCHMARKS, ids=lambda p: p.name)
+def test_each_benchmark_imports_what_memrl_has(script):
+    """Every ``from memrl... import name`` of a benchmark, in its functions too, names
+    something the package has: a benchmark is run by hand, so nothing else would tell
+    when an agent's API moved under it (``recurrent_sac.py`` imported a ``train`` that had
+    gone to :mod:`memrl.agents.recurrent_loop`)."""
+    import importlib
+    import importlib.util
+
+    for node in ast.walk(ast.parse(script.read_text())):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "memrl":
+            module = importlib.import_module(node.module)
+            for alias in node.names:
+                assert hasattr(module, alias.name) or importlib.util.find_spec(
+                    f"{node.module}.{alias.name}"
+                ), f"{script.name}: {node.module} has no {alias.name}"
