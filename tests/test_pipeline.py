@@ -3,6 +3,7 @@ deps, the plots, the report's order; profiles never share a file; a failed noteb
 keeps the last good results; an unknown profile fails before anything runs."""
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -275,3 +276,56 @@ def test_a_published_notebook_names_no_machine(tmp_path):
     assert meta["input_path"] == "notebooks/fam.ipynb"
     assert meta["output_path"] == "results/default/fam/fam.ipynb"
     assert str(tmp_path) not in staged.read_text()
+
+
+def test_a_runs_stage_committed_part_way_resumes_and_a_complete_one_reruns_nothing(tmp_path):
+    """Each family's runs stage is always called (``always_changed``): DVC would otherwise take
+    a store committed part-way (a long stage stopped, its finished jobs pushed) for a complete
+    one. Checked on DVC itself, with the same stage shape: a 'runs' stage that adds what its
+    store lacks to a persisted folder, and a 'notebook' stage over that folder."""
+    for profile in PROFILES:
+        stages = yaml.safe_load((ROOT / dvcfile.pipeline_file(profile)).read_text())["stages"]
+        for fam in FAMILIES:
+            assert stages[f"runs_{fam.name}"].get("always_changed") is True
+    runs = (  # adds the jobs 'want' names that the store lacks
+        "import pathlib; d = pathlib.Path('store'); d.mkdir(exist_ok=True); "
+        "want = pathlib.Path('want').read_text().split(); "
+        "[(d / j).write_text(j) for j in want if not (d / j).exists()]"
+    )
+    stages = {
+        "runs": {
+            "cmd": f'{sys.executable} -c "{runs}"',
+            "deps": ["want"],
+            "outs": [{"store": {"persist": True}}],
+            "always_changed": True,
+        },
+        "notebook": {
+            "cmd": f"{sys.executable} -c \"import pathlib; n = len(list(pathlib.Path('store').iterdir())); "
+            "p = pathlib.Path('calls'); p.write_text(p.read_text() + f'{n} ' "
+            "if p.exists() else f'{n} ')\"",
+            "deps": ["store"],
+            "outs": [{"calls": {"cache": False, "persist": True}}],
+        },
+    }
+    (tmp_path / "dvc.yaml").write_text(yaml.safe_dump({"stages": stages}))
+    (tmp_path / "want").write_text("a b c")
+    env = {**os.environ, "DVC_NO_ANALYTICS": "1"}
+
+    def dvc(*args: str) -> None:
+        subprocess.run(
+            [sys.executable, "-m", "dvc", *args],
+            cwd=tmp_path,
+            env=env,
+            check=True,
+            capture_output=True,
+        )
+
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    dvc("init", "-q")
+    (tmp_path / "store").mkdir()
+    (tmp_path / "store" / "a").write_text("a")  # a store stopped after one job...
+    dvc("commit", "-f", "runs")  # ...and committed as it was: DVC's lock says "done"
+    dvc("repro", "-q")
+    assert sorted(p.name for p in (tmp_path / "store").iterdir()) == ["a", "b", "c"]
+    dvc("repro", "-q")  # nothing left: the runs stage is called, the notebook is not
+    assert (tmp_path / "calls").read_text() == "3 "

@@ -2,8 +2,8 @@
 
 ``default``'s pipeline is ``dvc.yaml`` at the root (plain ``dvc repro`` runs it); the
 others' are ``results/<profile>/dvc.yaml``. Stages: ``params`` (validate and resolve the
-profile's parameters), per family ``runs_<family>`` (its jobs) and ``<family>`` (its
-notebook), then ``report``. ``python -m memrl dvc-yaml`` writes them; a test fails when one
+profile's parameters), per family ``runs_<family>`` (its jobs; always called, the run store
+skipping what it has) and ``<family>`` (its notebook), then ``report``. ``python -m memrl dvc-yaml`` writes them; a test fails when one
 is out of date.
 """
 
@@ -78,6 +78,11 @@ def dvc_yaml(profile: str = "default") -> dict[str, Any]:
         f, out = fam.name, fam.results_dir(profile)
         stages[f"runs_{f}"] = {
             "cmd": f"{py} runs {f} --profile {profile}",
+            # the store decides what is left, job by job (a stored key is never rerun): DVC
+            # calls the stage every time, so a store committed part-way (e.g. pushed when a
+            # long stage was stopped) resumes on any machine instead of passing as complete;
+            # with nothing left the outputs keep their bytes and the notebooks do not rerun
+            "always_changed": True,
             # estimate.py prices the stage's jobs and writes its timings.json
             "deps": _code({*fam.job_sources(), *runner, "src/memrl/estimate.py"}) + list(fam.data),
             "params": [{resolved: ["runtime", f]}],
