@@ -173,3 +173,21 @@ def test_user_errors_are_one_line_with_their_fix_and_exit_2(tmp_path):
         assert len(lines) == 1 and words in lines[0], out.stderr[-2000:]
     debug = _memrl("runs", "nonsense", "--profile", "smoke", MEMRL_DEBUG="1")
     assert debug.returncode != 0 and "Traceback" in debug.stderr
+
+
+def test_other_libraries_bars_are_off_and_memrls_own_are_not():
+    """transformers' GGUF bar (a plain tqdm) printed in every LLM job; memrl's bars pass
+    ``disable`` themselves and follow MEMRL_PROGRESS only. tqdm reads TQDM_* when it loads:
+    checked in a process of its own, as a stage or a job worker starts."""
+    import subprocess
+    import sys
+
+    code = (
+        "import io, memrl.cli; from tqdm.auto import tqdm\n"
+        "theirs, ours = io.StringIO(), io.StringIO()\n"
+        "for _ in tqdm(range(3), desc='theirs', file=theirs): pass\n"
+        "for _ in tqdm(range(3), desc='ours', file=ours, disable=False): pass\n"
+        "print(repr(theirs.getvalue()), 'ours' in ours.getvalue())"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["''", "True"]

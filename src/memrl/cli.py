@@ -40,6 +40,9 @@ import yaml
 # local weights (under a second each) would only interleave with it, in every job worker and
 # notebook kernel this process starts (they inherit the environment)
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+# ...and every other library's plain tqdm bar (transformers' "de-quantizing GGUF tensors" in
+# every LLM job): tqdm reads TQDM_* as its defaults, and memrl's own bars pass ``disable``
+os.environ.setdefault("TQDM_DISABLE", "1")
 
 PROFILE_HELP = "smoke | default | paper (default: default)"
 
