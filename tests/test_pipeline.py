@@ -300,9 +300,9 @@ def test_a_runs_stage_committed_part_way_resumes_and_a_complete_one_reruns_nothi
             "always_changed": True,
         },
         "notebook": {
-            "cmd": f"{sys.executable} -c \"import pathlib; n = len(list(pathlib.Path('store').iterdir())); "
-            "p = pathlib.Path('calls'); p.write_text(p.read_text() + f'{n} ' "
-            "if p.exists() else f'{n} ')\"",
+            # each call appends the store's size to 'calls'
+            "cmd": f'{sys.executable} -c "import os; '
+            "open('calls', 'a').write(str(len(os.listdir('store'))) + ' ')\"",
             "deps": ["store"],
             "outs": [{"calls": {"cache": False, "persist": True}}],
         },

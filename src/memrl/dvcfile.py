@@ -3,8 +3,8 @@
 ``default``'s pipeline is ``dvc.yaml`` at the root (plain ``dvc repro`` runs it); the
 others' are ``results/<profile>/dvc.yaml``. Stages: ``params`` (validate and resolve the
 profile's parameters), per family ``runs_<family>`` (its jobs; always called, the run store
-skipping what it has) and ``<family>`` (its notebook), then ``report``. ``python -m memrl dvc-yaml`` writes them; a test fails when one
-is out of date.
+skipping what it has) and ``<family>`` (its notebook), then ``report``. ``python -m memrl
+dvc-yaml`` writes them; a test fails when one is out of date.
 """
 
 from __future__ import annotations
