@@ -73,6 +73,28 @@ def test_summary_and_render_name_what_is_left_and_how_it_was_priced(tmp_path) ->
     assert "1 not priced: no measured run" in unpriced.summary()
 
 
+def test_published_timings_follow_this_machine_once_it_has_stored_some_groups(tmp_path):
+    """A stage stopped part-way: its stored groups ran 2-3x their published rates here, so the
+    groups still to run are priced from the published rates times the median ratio."""
+    from memrl.estimate import machine_scale
+
+    assert machine_scale({"A": [4.0, 6.0]}, {"B": [1.0]}) is None
+    assert machine_scale({"A": [4.0, 6.0], "B": [3.0]}, {"A": [2.0], "B": [1.0], "C": [1.0]}) == (
+        2.75,
+        2,
+    )
+    store = RunStore(tmp_path / "runs")
+    a, c = spec("A · seed 0", 10, 1), spec("C · seed 0", 10, 3)
+    store.save(a, {"x": 1}, 50.0)  # 5 s per unit where the publishing machine took 2
+    scale = machine_scale(rates(store.records([a])), {"A": [2.0], "C": [1.0]})
+    assert scale == (2.5, 1)
+    (pc,) = predict([c], store, [("", {}), ("published", {"C": [1.0 * scale[0]]})])
+    assert (pc.basis, pc.seconds) == ("group, published", 25.0)
+    text = FamilyEstimate("fam", 1, [pc], scale=scale).summary()
+    assert "published timings x 2.50, the ratio of this machine's stored runs" in text
+    assert "measured on the machine that published them" not in text
+
+
 def test_cli_prices_the_real_grid_and_rejects_bad_input(capsys) -> None:
     assert main(["estimate", "experience_replay", "--profile", "smoke"]) == 0
     out = capsys.readouterr().out

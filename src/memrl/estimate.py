@@ -9,8 +9,13 @@ stored is predicted as ``cost x`` the median seconds-per-cost of its group — f
 profile's store first, then from another profile's — and failing that from its family's
 median (marked *rough*). Where the profile's store holds no run of a group, as on a fresh
 clone (run stores are DVC outputs, not in git), the *published timings* price it: the
-``timings.json`` each runs stage writes beside the family's results and git keeps. A changed budget (``--set envs.0.total_timesteps=50000``) is
-therefore priced from the runs at the old budget. Wall time packs the jobs to run on the
+``timings.json`` each runs stage writes beside the family's results and git keeps. Where this
+profile's store and its published timings both price some groups (a stage stopped part-way
+on another machine than the one that published), the published rates are scaled by the
+median ratio of the two over those groups (:func:`machine_scale`): measured here, the
+recurrent family's first 13 jobs took 2.6x their published seconds, so the rest would have
+been priced at 55 min where they took ~2 h. A changed budget
+(``--set envs.0.total_timesteps=50000``) is therefore priced from the runs at the old budget. Wall time packs the jobs to run on the
 profile's ``workers`` processes, longest first, as the executor does; the notebook stages
 are not modelled.
 
@@ -70,6 +75,7 @@ class FamilyEstimate:
     workers: int
     predictions: list[Prediction] = field(default_factory=list)
     note: str = ""  # said after the summary line (e.g. how a served model was priced)
+    scale: tuple[float, int] | None = None  # published timings x this, over n groups
 
     @property
     def todo(self) -> list[Prediction]:
@@ -99,11 +105,17 @@ class FamilyEstimate:
             f"{head}, ~{self.core_seconds:,.0f} core-s, ~{_duration(self.wall_seconds)} on "
             f"{self.workers} workers (priced from the "
             + (
-                f"{source}, measured on the machine that published them"
+                source + ("" if self.scale else ", measured on the machine that published them")
                 if published == len(todo)
                 else "stored runs' seconds"
             )
             + (f"; {published} from the {source}" if 0 < published < len(todo) else "")
+            + (
+                f" x {self.scale[0]:.2f}, the ratio of this machine's stored runs to them "
+                f"over the {self.scale[1]} group{'s' if self.scale[1] > 1 else ''} both price"
+                if published and self.scale
+                else ""
+            )
             + (f"; {other} from another profile's runs, whose sizes may differ" if other else "")
             + (
                 f"; {served} by their recorded LLM decisions x the served model's measured "
@@ -134,6 +146,20 @@ def packed_wall(seconds: Iterable[float], workers: int) -> float:
     for s in sorted(seconds, reverse=True):
         heapq.heapreplace(free, free[0] + s)
     return max(free)
+
+
+def machine_scale(
+    stored: dict[str, list[float]], published: dict[str, list[float]]
+) -> tuple[float, int] | None:
+    """How much slower (> 1) or faster this machine runs than the one that published the
+    timings: the median, over the job groups both price, of the stored runs' median rate
+    over the published rate, and how many groups that is; ``None`` when none overlap."""
+    ratios = [
+        statistics.median(stored[g]) / published[g][0]
+        for g in sorted(stored.keys() & published.keys())
+        if stored[g] and published[g] and published[g][0] > 0
+    ]
+    return (statistics.median(ratios), len(ratios)) if ratios else None
 
 
 def predict(
@@ -202,10 +228,16 @@ def estimate_family(
     def published(p: str, field: str = "seconds_per_cost") -> dict[str, list[float]]:
         return read_timings(root / fam.timings_path(p), field)
 
-    calibration = [("", rates(records[profile])), (PUBLISHED, published(profile))]
+    own = rates(records[profile])
+    scale = machine_scale(own, published(profile))
+
+    def scaled(rates_: dict[str, list[float]]) -> dict[str, list[float]]:
+        return {g: [r * scale[0] for r in v] for g, v in rates_.items()} if scale else rates_
+
+    calibration = [("", own), (PUBLISHED, scaled(published(profile)))]
     for p in PROFILES:
         if p != profile:
-            calibration += [(p, rates(records[p])), (f"{p}, {PUBLISHED}", published(p))]
+            calibration += [(p, rates(records[p])), (f"{p}, {PUBLISHED}", scaled(published(p)))]
     store = RunStore(root / fam.runs_dir(profile))
     served, note = None, ""
     if decision_seconds is not None:
@@ -220,7 +252,7 @@ def estimate_family(
             else "; no run records its decisions yet, so its jobs are priced as in-process"
         )
     preds = predict(specs, store, calibration, fresh, served)
-    return FamilyEstimate(family, workers, preds, note)
+    return FamilyEstimate(family, workers, preds, note, scale)
 
 
 def estimate_families(
