@@ -162,6 +162,17 @@ def test_repro_announces_the_cost_and_an_estimate_never_stops_it(monkeypatch, ca
     pipeline._announce("smoke")
     out = capsys.readouterr().out
     assert out.startswith("memrl: 4 jobs to run for profile smoke: ~2,400 core-s, ~40 min")
+    # named stages price only their families' jobs (the runs of the others are not started)
+    targets = pipeline.dvc_targets("smoke", ["episodic_control", "runs_experience_replay"])
+    names = pipeline.announced_families(targets)
+    assert names == ["episodic_control", "experience_replay"]
+    pipeline._announce("smoke", names)
+    out = capsys.readouterr().out
+    assert "2 jobs to run for profile smoke (episodic_control, experience_replay)" in out
+    assert pipeline.announced_families(pipeline.dvc_targets("smoke", ["params"])) == []
+    for whole in ([], ["report"]):
+        targets = pipeline.dvc_targets("smoke", whole)
+        assert pipeline.announced_families(targets) == list(pipeline.families.NAMES)
 
     def broken(*args, **kwargs):
         raise RuntimeError("unreadable store")

@@ -207,8 +207,8 @@ def repro(profile: str, args: list[str]) -> int:
     except (ConfigError, FileNotFoundError, ServerError) as err:
         print(f"memrl: {err}", file=sys.stderr)
         return 2
-    _announce(profile)
     targets = dvc_targets(profile, args)
+    _announce(profile, announced_families(targets))
     whole = targets[0] == pipeline_file(profile)  # else only the stages named (no report)
     proc = subprocess.Popen(["dvc", "repro", *targets], start_new_session=True)
     stopping: list[int] = []
@@ -257,13 +257,34 @@ def dvc_targets(profile: str, args: list[str]) -> list[str]:
     return [*(named or [file]), *out, *([] if loud else ["-q"])]
 
 
-def _announce(profile: str) -> None:
-    """One line before DVC starts: what the profile's jobs not yet stored will cost (see
-    :mod:`memrl.estimate`). A failing estimate is reported and skipped: it never stops a run."""
+def announced_families(targets: list[str]) -> list[str]:
+    """The families whose jobs ``dvc repro targets`` may run: those a named stage belongs to
+    (``<family>`` or ``runs_<family>``; ``params`` runs none), every family for the whole
+    pipeline, the report or a stage not known here."""
+    named = [t.rsplit(":", 1)[1] for t in targets if ":" in t]
+    if not named:
+        return list(families.NAMES)
+    out = []
+    for stage in named:
+        fam = stage.removeprefix("runs_")
+        if fam in families.NAMES:
+            out += [fam] if fam not in out else []
+        elif stage != "params":
+            return list(families.NAMES)
+    return out
+
+
+def _announce(profile: str, names: list[str] | None = None) -> None:
+    """One line before DVC starts: what the jobs not yet stored of the profile's families
+    ``names`` (default: all) will cost (see :mod:`memrl.estimate`). A failing estimate is
+    reported and skipped: it never stops a run."""
     from memrl.estimate import estimate_families
 
+    names = list(families.NAMES) if names is None else names
+    if not names:
+        return
     try:
-        priced = estimate_families(profile, {f: load_family(f, profile) for f in families.NAMES})
+        priced = estimate_families(profile, {f: load_family(f, profile) for f in names})
     except Exception as err:  # noqa: BLE001 - an estimate is advice, not a step of the run
         print(f"memrl: no cost estimate ({type(err).__name__}: {err})", flush=True)
         return
@@ -274,7 +295,9 @@ def _announce(profile: str) -> None:
     core = sum(e.core_seconds for e in priced)
     wall = sum(e.wall_seconds for e in priced)
     print(
-        f"memrl: {todo} jobs to run for profile {profile}: ~{core:,.0f} core-s, ~{wall / 60:,.0f}"
+        f"memrl: {todo} jobs to run for profile {profile}"
+        + ("" if len(names) == len(families.NAMES) else f" ({', '.join(names)})")
+        + f": ~{core:,.0f} core-s, ~{wall / 60:,.0f}"
         f" min of job stages on {priced[0].workers} workers"
         + (" (one per core)" if load_runtime().workers == "auto" else "")
         + (f" ({unknown} not priced)" if unknown else "")
