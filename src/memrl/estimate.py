@@ -9,15 +9,15 @@ stored is predicted as ``cost x`` the median seconds-per-cost of its group — f
 profile's store first, then from another profile's — and failing that from its family's
 median (marked *rough*). Where the profile's store holds no run of a group, as on a fresh
 clone (run stores are DVC outputs, not in git), the *published timings* price it: the
-``timings.json`` each runs stage writes beside the family's results and git keeps. Where this
-profile's store and its published timings both price some groups (a stage stopped part-way
-on another machine than the one that published), the published rates are scaled by the
-median ratio of the two over those groups (:func:`machine_scale`): measured here, the
-recurrent family's first 13 jobs took 2.6x their published seconds, so the rest would have
-been priced at 55 min where they took ~2 h. A changed budget
-(``--set envs.0.total_timesteps=50000``) is therefore priced from the runs at the old budget. Wall time packs the jobs to run on the
-profile's ``workers`` processes, longest first, as the executor does; the notebook stages
-are not modelled.
+``timings.json`` each runs stage writes beside the family's results and git keeps. A changed
+budget (``--set envs.0.total_timesteps=50000``) is therefore priced from the runs at the old
+budget. Where this profile's store and its published timings both price some groups (a stage
+stopped part-way, on another machine than the one that published), the published rates are
+scaled by the median ratio of the two over those groups (:func:`machine_scale`): measured
+here, the recurrent family's first 13 jobs took 2.7x their published seconds, so the rest
+would have been priced at 55 min where they took ~2.5 h. Wall time packs the jobs to run on
+the profile's ``workers`` processes, longest first, as the executor does; the notebook
+stages are not modelled.
 
     python -m memrl estimate [family ...] [--profile P] [--set key=value ...] [--fresh]
 
@@ -228,13 +228,13 @@ def estimate_family(
     def published(p: str, field: str = "seconds_per_cost") -> dict[str, list[float]]:
         return read_timings(root / fam.timings_path(p), field)
 
-    own = rates(records[profile])
-    scale = machine_scale(own, published(profile))
+    own, theirs = rates(records[profile]), published(profile)
+    scale = machine_scale(own, theirs)
 
     def scaled(rates_: dict[str, list[float]]) -> dict[str, list[float]]:
         return {g: [r * scale[0] for r in v] for g, v in rates_.items()} if scale else rates_
 
-    calibration = [("", own), (PUBLISHED, scaled(published(profile)))]
+    calibration = [("", own), (PUBLISHED, scaled(theirs))]
     for p in PROFILES:
         if p != profile:
             calibration += [(p, rates(records[p])), (f"{p}, {PUBLISHED}", scaled(published(p)))]
