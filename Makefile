@@ -122,6 +122,7 @@ bench: install llm-server
 	$(BIN)/python benchmarks/mfec_lookup.py
 	$(BIN)/python benchmarks/sb3_levers.py
 	$(BIN)/python benchmarks/memory_cores.py
+	$(BIN)/python benchmarks/card_cost.py
 	$(BIN)/python benchmarks/recurrent_sac.py
 	$(BIN)/python benchmarks/lstm_ppo.py
 	$(BIN)/python benchmarks/seeds_per_process.py

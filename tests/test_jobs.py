@@ -71,6 +71,21 @@ def test_store_runs_only_missing_jobs_and_keeps_files(tmp_path):
         store.results(specs[:2])
 
 
+def test_a_timing_job_runs_alone_after_the_others(tmp_path):
+    """``alone`` jobs (wall-clock measurements) start once every other job has finished and
+    run with none beside them, even when they cost the most and workers are free."""
+    store = RunStore(tmp_path / "runs")
+    timing = JobSpec("toy_jobs:window", {"x": 9, "seconds": 0.3}, cost=100.0, alone=True)
+    others = [JobSpec("toy_jobs:window", {"x": i, "seconds": 0.3}) for i in range(3)]
+    execute([timing, *others], store, workers=2)
+    t, *rest = store.results([timing, *others])
+    assert t["start"] >= max(r["end"] for r in rest)
+    assert t["pid"] == os.getpid()  # in this process: no pool worker is left beside it
+    assert len({r["pid"] for r in rest} - {os.getpid()}) >= 1  # the others ran in the pool
+    again = JobSpec("toy_jobs:window", {"x": 8, "seconds": 0.0}, alone=True)
+    assert execute([again], store, workers=2).ran == 1  # alone jobs only: no empty pool
+
+
 def test_a_job_is_priced_by_the_cpu_time_its_process_used(tmp_path):
     """Wall time counts whatever else held the cores; a job's price is the CPU time its own
     process used (a sleeping job: ~0 of its 0.3 s), and a record without it, older than the

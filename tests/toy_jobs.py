@@ -24,3 +24,10 @@ def slow(x: int, seconds: float, log_dir: str) -> dict:
     Path(log_dir, f"{x}-{os.getpid()}.pid").write_text(str(x))
     time.sleep(seconds)
     return {"x": x}
+
+
+def window(x: int, seconds: float) -> dict:
+    """Sleeps; returns when it ran and in which process (the ``alone`` test reads them)."""
+    start = time.time()
+    time.sleep(seconds)
+    return {"x": x, "start": start, "end": time.time(), "pid": os.getpid()}

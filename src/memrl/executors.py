@@ -4,8 +4,9 @@
 (default; one torch thread per process, ``runtime.workers`` processes: the machine's cores
 unless set) or on a Ray cluster (``executor="ray"``, ``RAY_ADDRESS`` to join one), storing
 each as it finishes. A job that raises is reported with its spec and traceback after the
-others have finished and been stored. SIGINT/SIGTERM stop every worker this process started
-(:func:`raise_on_sigterm`).
+others have finished and been stored. A job marked ``alone`` (a wall-clock measurement) runs
+last, in this process, with no job beside it. SIGINT/SIGTERM stop every worker this process
+started (:func:`raise_on_sigterm`).
 """
 
 from __future__ import annotations
@@ -126,7 +127,10 @@ def execute(
             bar.update()
 
         try:
-            EXECUTORS[executor](todo, done, workers, threads)
+            if shared := [s for s in todo if not s.alone]:
+                EXECUTORS[executor](shared, done, workers, threads)
+            for spec in (s for s in todo if s.alone):  # timings: here, once the others are done
+                done(spec, _in_process(spec.to_json(), threads))
         finally:
             bar.close()
     if report.failures and raise_on_failure:

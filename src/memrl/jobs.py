@@ -63,6 +63,8 @@ class JobSpec:
     :param code: fingerprint of the source the job runs (see :func:`memrl.fingerprint.job_code`)
     :param label: a short human-readable name for progress bars and error reports
     :param gpu: ask the executor for a GPU when the machine or cluster has one
+    :param alone: a wall-clock measurement: the executor runs it after every other job, with
+        no job beside it (two jobs on two cores would time each other's contention)
     """
 
     fn: str
@@ -71,6 +73,7 @@ class JobSpec:
     code: str = ""
     label: str = ""
     gpu: bool = False
+    alone: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.fn, str) or ":" not in self.fn:
@@ -102,6 +105,7 @@ class JobSpec:
             "cost": self.cost,
             "label": self.label,
             "gpu": self.gpu,
+            "alone": self.alone,
         }
 
 

@@ -359,7 +359,10 @@ def grid(cfg: RecurrentOffPolicyParams) -> list[JobSpec]:
 
     # priced like the rest (~40 core-s at the papers' sizes), so an estimate without its
     # published timing stays sane; a huge cost made it first in line and priced it at years
-    out = [JobSpec(f"{HERE}:core_timing", dict(cfg.benchmark), 40.0, label="memory cores timing")]
+    timing = JobSpec(
+        f"{HERE}:core_timing", dict(cfg.benchmark), 40.0, label="memory cores timing", alone=True
+    )
+    out = [timing]
     for s in range(cfg.seeds):
         for e in cfg.envs:
             out += [spec(e.env_id, m, s, e.total_timesteps) for m in e.methods]
