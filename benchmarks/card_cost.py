@@ -35,18 +35,17 @@ FAMILY = "recurrent_off_policy"
 def child(label: str) -> None:
     """In a fresh process whose ``PYTHONPATH`` and ``MEMRL_ROOT`` name one tree: run the
     default profile's card job ``label`` and print its wall seconds."""
+    import importlib
+
     import torch as th
 
     from memrl import families
     from memrl.cli import family_params
 
     try:
-        import memrl.executors as where
-        from memrl.executors import run_spec
-    except ImportError:  # revisions before the executors module
-        import memrl.runs as where
-        from memrl.runs import run_spec
-
+        where = importlib.import_module("memrl.executors")
+    except ImportError:  # revisions before the executors module kept run_spec in runs
+        where = importlib.import_module("memrl.runs")
     threads = where.set_torch_threads
 
     def same_kernels(n: int = 1) -> None:  # older revisions left oneDNN on
@@ -57,7 +56,7 @@ def child(label: str) -> None:
     where.set_torch_threads = same_kernels
     specs = families.get(FAMILY).grid(family_params(FAMILY, "default", []))
     (spec,) = [s for s in specs if s.label == label]
-    _, seconds = run_spec(spec.to_json())
+    _, seconds = where.run_spec(spec.to_json())
     print(json.dumps({"seconds": seconds}))
 
 
