@@ -32,15 +32,25 @@ ROOT = Path(__file__).resolve().parents[1]
 FAMILY = "recurrent_off_policy"
 
 
+def card_specs() -> list:
+    """The default profile's card jobs of the tree this process imports memrl from."""
+    from memrl import families
+    from memrl.cli import family_params
+
+    specs = families.get(FAMILY).grid(family_params(FAMILY, "default", []))
+    return [s for s in specs if s.label.startswith("card ")]
+
+
 def child(label: str) -> None:
     """In a fresh process whose ``PYTHONPATH`` and ``MEMRL_ROOT`` name one tree: run the
-    default profile's card job ``label`` and print its wall seconds."""
+    default profile's card job ``label`` and print its wall seconds (for ``--labels``, print
+    every card job's label instead)."""
+    if label == "--labels":
+        print(json.dumps([s.label for s in card_specs()]))
+        return
     import importlib
 
     import torch as th
-
-    from memrl import families
-    from memrl.cli import family_params
 
     try:
         where = importlib.import_module("memrl.executors")
@@ -54,24 +64,28 @@ def child(label: str) -> None:
         th.backends.nnpack.set_flags(False)
 
     where.set_torch_threads = same_kernels
-    specs = families.get(FAMILY).grid(family_params(FAMILY, "default", []))
-    (spec,) = [s for s in specs if s.label == label]
+    (spec,) = [s for s in card_specs() if s.label == label]
     _, seconds = where.run_spec(spec.to_json())
     print(json.dumps({"seconds": seconds}))
 
 
-def labels(tree: Path, env: dict[str, str], seeds: int) -> list[str]:
-    """The card jobs' labels of ``tree``'s default profile, for the first ``seeds`` seeds."""
-    code = (
-        "import json; from memrl import families; from memrl.cli import family_params; "
-        f"print(json.dumps([s.label for s in families.get('{FAMILY}').grid("
-        f"family_params('{FAMILY}', 'default', [])) if s.label.startswith('card ')]))"
-    )
+def in_child(env: dict[str, str], arg: str) -> str:
+    """This script's ``--child arg`` in a fresh process under ``env``: its last line."""
     out = subprocess.run(
-        [sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True
+        [sys.executable, __file__, "--child", arg],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
     )
+    return out.stdout.strip().splitlines()[-1]
+
+
+def labels(env: dict[str, str], seeds: int) -> list[str]:
+    """The labels of the default profile's card jobs in the tree ``env`` names, for the
+    first ``seeds`` seeds."""
     keep = {f"seed {s}" for s in range(seeds)}
-    return [x for x in json.loads(out.stdout) if x.split(" · ")[-1] in keep]
+    return [x for x in json.loads(in_child(env, "--labels")) if x.split(" · ")[-1] in keep]
 
 
 def main() -> None:
@@ -92,7 +106,8 @@ def main() -> None:
             check=True,
         )
         try:
-            (old / "data").rmdir() if (old / "data").is_dir() else None
+            if (old / "data").is_dir():  # git's empty folder, if any: DVC keeps the files
+                (old / "data").rmdir()
             (old / "data").symlink_to(ROOT / "data")
             trees = {"this checkout": ROOT, a.baseline: old}
             envs = {
@@ -106,25 +121,17 @@ def main() -> None:
                 }
                 for name, tree in trees.items()
             }
-            jobs = {name: labels(trees[name], envs[name], a.seeds) for name in trees}
-            order = [
-                (name, label)
+            jobs = {name: labels(envs[name], a.seeds) for name in trees}
+            order = [  # interleaved: one job of each card in turn
+                (name, jobs[name][i])
                 for i in range(max(map(len, jobs.values())))
                 for name in trees
                 if i < len(jobs[name])
-                for label in [jobs[name][i]]
             ]
 
             def one(job: tuple[str, str]) -> tuple[str, str, float]:
                 name, label = job
-                out = subprocess.run(
-                    [sys.executable, __file__, "--child", label],
-                    env=envs[name],
-                    check=True,
-                    capture_output=True,
-                    text=True,
-                )
-                seconds = json.loads(out.stdout.strip().splitlines()[-1])["seconds"]
+                seconds = json.loads(in_child(envs[name], label))["seconds"]
                 print(f"  {name:>14}  {label:<24} {seconds:7.1f} s", flush=True)
                 return name, label, seconds
 
