@@ -1,7 +1,7 @@
 # memrl — two commands set up everything on a fresh machine:
 #   make repro   install into .venv if needed, then `dvc repro` (PROFILE=smoke|default|paper)
-#   make test    install, then lint, unit tests, nbval on every notebook and the smoke pipeline
-#                as two CPUs would compute it
+#   make test    install, then lint, unit tests, nbval on every notebook, and the smoke jobs
+#                nbval computed checked byte for byte against the published smoke store
 #   make lab     JupyterLab on the notebooks, with the project's environment as kernel
 #   make site    results/<profile>/site/index.html: every claim and notebook, offline (no training)
 #   make plots   results/<profile>/dvc_plots.html: the dvc plots, drawn offline (REVS=... to overlay)
@@ -19,7 +19,7 @@ export TRANSFORMERS_OFFLINE := 1
 export DVC_NO_ANALYTICS := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install lock data profile repro test unit isa-pipeline browser llm-server site plots nbval lint lab notebooks bench
+.PHONY: install lock data profile repro test unit verify-smoke browser llm-server site plots nbval lint lab notebooks bench
 
 # requirements.lock pins every version (constraints: the resolver has nothing left to search)
 CONSTRAINTS ?= -c requirements.lock
@@ -63,14 +63,27 @@ lint: install
 
 # llama-cpp-python's OpenAI-compatible server, for the LLM server backend's test against a
 # real server (tests/test_llm_server.py): built from source once per machine (pip keeps the
-# wheel); if it cannot be built here, that test says so and skips
+# wheel; PyPI has no binary of it), without the multimodal library the server never loads
+# (LLAVA_BUILD=OFF: llama_cpp imports it only for image chat formats), at the version
+# requirements.lock pins (pyproject's `server` extra), memrl's own install untouched (the unit
+# tests run meanwhile); if it cannot be built here, that test says so and skips
+BUILD_JOBS ?= $(shell nproc)
 llm-server: install
 	@$(BIN)/python -c "import llama_cpp.server" 2>/dev/null || \
-		CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(BIN)/python -m pip install -q $(CONSTRAINTS) -e '.[server]' || \
+		CMAKE_ARGS="-DLLAVA_BUILD=OFF" CMAKE_BUILD_PARALLEL_LEVEL=$(BUILD_JOBS) \
+		$(BIN)/python -m pip install -q -c requirements.lock 'llama-cpp-python[server]' || \
 		echo "llm-server: llama-cpp-python could not be built; tests/test_llm_server.py will skip"
 
-unit: data browser llm-server
-	$(BIN)/python -m pytest -q tests
+# The unit tests run in one process, so llama.cpp builds beside them on the other core (a
+# fresh machine's ~13 core-minutes, in their shadow); the served-backend tests run once it is
+# built. An interrupted or failed run stops the build with it (its own process group)
+unit: data browser install
+	@mkdir -p .cache
+	@set -m; $(MAKE) --no-print-directory llm-server BUILD_JOBS=1 > .cache/llm-server-build.log 2>&1 & \
+		build=$$!; trap 'kill -- -$$build 2>/dev/null || true' EXIT; \
+		$(BIN)/python -m pytest -q tests --ignore=tests/test_llm_server.py; \
+		wait $$build || true; grep -v '^WARNING' .cache/llm-server-build.log | tail -3; \
+		$(BIN)/python -m pytest -q tests/test_llm_server.py
 
 # Debian's chromium for the results site's browser check (tests/test_site.py): installed
 # when missing and we are root (CI); otherwise those two tests say they were skipped
@@ -98,12 +111,14 @@ nbval: data
 	MEMRL_PROGRESS=0 $(BIN)/python -m pytest -q -p no:cacheprovider --nbval-lax --nbval-current-env \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg notebooks/*.ipynb
 
-# the smoke pipeline twice, as a CPU without AVX2 and as this one would compute: the same
-# report and memory card (memrl.isa pins the kernels; ~20 min on 2 cores)
-isa-pipeline: data
-	$(BIN)/python tests/isa_pipeline.py
+# same bytes on every x86-64 CPU: every smoke job nbval just computed against the smoke store
+# published from another machine (pulled from the in-repo DVC remote), then a hash-chosen
+# sample rerun in fresh processes, as a user runs `memrl verify` on the default profile
+verify-smoke: data
+	$(BIN)/python -m memrl verify --profile smoke --cached
+	$(BIN)/python -m memrl verify --profile smoke --sample 6
 
-test: lint unit nbval isa-pipeline
+test: lint unit nbval verify-smoke
 
 lab: install
 	$(BIN)/python -m ipykernel install --sys-prefix --name memrl --display-name "memrl (.venv)" \

@@ -29,10 +29,8 @@ LESSER_CPU = {
     "MKL_CBWR": "AUTO",
 }
 THIS_CPU = {"ATEN_CPU_CAPABILITY": "avx2"}
-JOBS = [  # SB3's MLP (torch, MKL), NEC: a convolution and kNN on numpy's BLAS, and
-    # recurrent SAC: an LSTM on numpy's OpenBLAS (memrl.memory.blas_rnn), heads on MKL
-    ("experience_replay", "DQN+PER"),
-    ("episodic_control", "NEC · Breakout"),
+JOBS = [  # recurrent SAC: an LSTM on numpy's OpenBLAS (memrl.memory.blas_rnn), its heads'
+    # products routed there too (memrl.openblas); other vendors: `memrl verify` in make test
     ("recurrent_off_policy", "RSAC-LSTM · Pendulum-V"),
 ]
 

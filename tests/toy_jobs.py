@@ -31,3 +31,16 @@ def window(x: int, seconds: float) -> dict:
     start = time.time()
     time.sleep(seconds)
     return {"x": x, "start": start, "end": time.time(), "pid": os.getpid()}
+
+
+def noisy(x: int) -> dict:
+    """A product on the routed kernels, a float result and a clock (what verify skips)."""
+    import torch
+
+    g = torch.Generator().manual_seed(x)
+    a = torch.randn(32, 17, generator=g)
+    return {"x": x, "value": float((a @ a.T).sum()), "lookup_seconds": time.perf_counter()}
+
+
+def pid(x: int) -> dict:
+    return {"x": x, "pid": os.getpid()}

@@ -3,6 +3,7 @@
 Reproduce and look:
     repro     validate a profile, then `dvc repro` its pipeline (make repro)
     estimate  price what repro would run, from the stored runs' measured seconds
+    verify    rerun a sample of stored jobs here, compare them byte for byte
     site      the offline results site of a profile (make site)
     plots     the dvc plots, drawn offline to one page (make plots)
 
@@ -184,6 +185,17 @@ def _run(a: argparse.Namespace) -> int:
     return 0
 
 
+def _verify(a: argparse.Namespace) -> int:
+    from memrl import families
+    from memrl.config import check_profile, load_runtime
+    from memrl.verify import run
+
+    check_profile(a.profile)
+    for name in a.family:
+        families.get(name)  # an unknown family: one line, before any job
+    return run(a.profile, a.family, a.sample, load_runtime().processes, a.cached)
+
+
 def _stage(a: argparse.Namespace) -> int:
     """A pipeline stage: Ctrl-C and SIGTERM stop it cleanly (finished jobs kept, published
     results unchanged); bad parameters or a missing model exit 2 with one message."""
@@ -325,6 +337,20 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("families", nargs="*", help="default: every family")
     profile(p)
     p.add_argument("--fresh", action="store_true", help="every job, as on a fresh clone")
+    p = verb(
+        "verify",
+        "rerun a sample of stored jobs (the same ones on every machine), each in a fresh "
+        "process, and compare every stored field byte for byte; exit 0 only if all agree",
+    )
+    p.add_argument("--family", action="append", default=[], help="default: every family")
+    p.add_argument("--sample", type=int, default=12, help="jobs to rerun (default: 12)")
+    p.add_argument(
+        "--cached",
+        action="store_true",
+        help="rerun nothing: compare every job computed here already (the cache: JupyterLab, "
+        "nbval) with the store",
+    )
+    profile(p, sets=False)
     p = verb("site", "build a profile's offline results site (no training)")
     p.add_argument("results", nargs="?", type=Path, help="default: results/default")
     p.add_argument("--out", type=Path, help="default: <results>/site")
@@ -429,6 +455,8 @@ def _main(argv: list[str] | None = None) -> int:
         ap.error(f"unrecognized arguments: {' '.join(rest)}")
     if a.verb == "estimate":
         return _estimate(a.families, a.profile, a.set, a.fresh)
+    if a.verb == "verify":
+        return _verify(a)
     if a.verb in ("list", "run"):
         return _run(a)
     if a.verb in ("params", "runs", "notebook", "report"):

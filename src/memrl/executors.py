@@ -89,12 +89,14 @@ def execute(
     threads: int = 1,
     desc: str = "jobs",
     raise_on_failure: bool = True,
+    fresh: bool = False,
 ) -> Executed:
     """Run every job of ``specs`` whose result ``store`` lacks; store each as it finishes.
 
     :param executor: ``"process"`` (a local pool of ``workers`` processes) or ``"ray"``;
         default: ``$MEMRL_EXECUTOR`` or ``"process"``
     :param threads: torch/BLAS threads per job (1: small nets run fastest that way)
+    :param fresh: each job in a process of its own (local pool; ``memrl verify``)
     """
     executor = executor or os.environ.get("MEMRL_EXECUTOR", "process")
     if executor not in EXECUTORS:
@@ -128,7 +130,8 @@ def execute(
 
         try:
             if shared := [s for s in todo if not s.alone]:
-                EXECUTORS[executor](shared, done, workers, threads)
+                extra = {"fresh": True} if fresh and executor == "process" else {}
+                EXECUTORS[executor](shared, done, workers, threads, **extra)
             for spec in (s for s in todo if s.alone):  # timings: here, once the others are done
                 done(spec, _in_process(spec.to_json(), threads))
         finally:
@@ -159,15 +162,16 @@ def _worker_init() -> None:
             os._exit(1)
 
 
-def _local(todo: list[JobSpec], done, workers: int, threads: int) -> None:
-    if workers <= 1 or len(todo) == 1:
+def _local(todo: list[JobSpec], done, workers: int, threads: int, fresh: bool = False) -> None:
+    if (workers <= 1 or len(todo) == 1) and not fresh:
         for spec in todo:
             done(spec, _in_process(spec.to_json(), threads))
         return
     pool = ProcessPoolExecutor(
-        max_workers=min(workers, len(todo)),
+        max_workers=max(1, min(workers, len(todo))),
         mp_context=mp.get_context("spawn"),
         initializer=_worker_init,
+        max_tasks_per_child=1 if fresh else None,
     )
     pending = {}
     try:

@@ -323,6 +323,16 @@ def module_closure(module: str) -> list[str]:
     return sorted(str(p.relative_to(ROOT)) for p in seen)
 
 
+def module_fingerprint(path: Path) -> str:
+    """A hash of what a module computes: its syntax tree without docstrings, comments or
+    annotations (the routed kernels' share of every job key: :data:`memrl.isa.KEY`)."""
+    tree = _Strip().visit(ast.parse(read_source(path)))
+    body = tree.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        tree.body = body[1:]  # the module's docstring
+    return hashlib.sha256(ast.dump(tree).encode()).hexdigest()[:16]
+
+
 def file_fingerprint(paths: Iterable[str | Path], root: str | Path) -> str:
     """A hash of the files' contents (sorted by path)."""
     h = hashlib.sha256()

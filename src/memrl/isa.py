@@ -12,9 +12,11 @@ Levels (``MEMRL_ISA``; ``x86-64-v3`` unless set):
 
 - ``x86-64-v3`` (AVX2 + FMA, every x86-64 CPU since 2015 and every machine of this project's
   kind): torch's AVX2 kernels, numpy's x86-64-v3 dispatch (its AVX-512 paths off), OpenBLAS's
-  Haswell kernels, oneDNN capped at AVX2; MKL on its ``COMPATIBLE`` branch, the one branch
-  Intel documents as giving the same results on non-Intel CPUs (its ``AVX2`` branch falls back
-  to per-CPU dispatch on AMD: measured, it changes the smoke job above).
+  Haswell kernels, oneDNN capped at AVX2; every matrix product, convolution and LAPACK call
+  of torch's on that OpenBLAS (``MEMRL_PRODUCTS=openblas``: :mod:`memrl.openblas`), since
+  MKL's ``COMPATIBLE`` branch, which Intel documents as giving the same results on non-Intel
+  CPUs, was measured not to for some product shapes (issue 52); MKL stays on that branch for
+  its vector math (``exp``, ``log``: measured equal on both vendors).
 - ``x86-64-v2`` (SSE4.2: any x86-64 CPU from 2009): torch's default kernels, numpy's
   baseline, OpenBLAS's Nehalem kernels, oneDNN capped at SSE4.1, MKL ``COMPATIBLE``.
 - ``native``: nothing pinned, each library picks for the CPU (benchmarks only; results then
@@ -30,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 # numpy's dispatch targets above its x86-64-v2 baseline (numpy >= 2.4 names them so), with
@@ -44,6 +47,7 @@ LEVELS: dict[str, dict[str, str]] = {
         "ONEDNN_MAX_CPU_ISA": "AVX2",
         "NPY_DISABLE_CPU_FEATURES": _NUMPY_ABOVE_V3,
         "OPENBLAS_CORETYPE": "Haswell",
+        "MEMRL_PRODUCTS": "openblas",
     },
     "x86-64-v2": {
         "ATEN_CPU_CAPABILITY": "default",
@@ -51,6 +55,7 @@ LEVELS: dict[str, dict[str, str]] = {
         "ONEDNN_MAX_CPU_ISA": "SSE41",
         "NPY_DISABLE_CPU_FEATURES": _NUMPY_ABOVE_V2,
         "OPENBLAS_CORETYPE": "Nehalem",
+        "MEMRL_PRODUCTS": "openblas",
     },
     "native": {},
 }
@@ -59,8 +64,13 @@ DEFAULT = "x86-64-v3"
 _NEEDS = {"x86-64-v3": ("avx2", "fma", "bmi2", "f16c"), "x86-64-v2": ("sse4_2", "popcnt")}
 # what each library reports once pinned (numpy: its dispatch targets above the baseline)
 _EXPECT: dict[str, dict[str, Any]] = {
-    "x86-64-v3": {"torch": "AVX2", "numpy": ["X86_V3"], "openblas": "Haswell"},
-    "x86-64-v2": {"torch": "DEFAULT", "numpy": [], "openblas": "Nehalem"},
+    "x86-64-v3": {
+        "torch": "AVX2",
+        "numpy": ["X86_V3"],
+        "openblas": "Haswell",
+        "products": "openblas",
+    },
+    "x86-64-v2": {"torch": "DEFAULT", "numpy": [], "openblas": "Nehalem", "products": "openblas"},
 }
 
 
@@ -76,8 +86,18 @@ def level() -> str:
     return name
 
 
+def products() -> str:
+    """Where torch's matrix products run in this process's level: ``"openblas"``
+    (:mod:`memrl.openblas`) or ``"mkl"`` (torch's own choice, the ``native`` level)."""
+    return LEVELS[level()].get("MEMRL_PRODUCTS", "mkl")
+
+
 def _key(name: str) -> str:
     text = ",".join(f"{k}={v}" for k, v in sorted(LEVELS[name].items()))
+    if LEVELS[name].get("MEMRL_PRODUCTS") == "openblas":  # the routed kernels' code too
+        from memrl.fingerprint import module_fingerprint
+
+        text += module_fingerprint(Path(__file__).parent / "openblas.py")
     return f"{name}:{hashlib.sha256(text.encode()).hexdigest()[:8]}"
 
 
@@ -139,10 +159,27 @@ def check() -> dict[str, Any]:
             seen["openblas"] = blas[0].get("architecture") if blas else None
         except ImportError:
             pass
-    wrong = {k: v for k, v in seen.items() if name in _EXPECT and _EXPECT[name][k] != v}
+    if "torch" in sys.modules and products() == "openblas":
+        from memrl.openblas import routed
+
+        seen["products"] = "openblas" if routed() else "mkl"
+    wrong = {k: v for k, v in seen.items() if name in _EXPECT and _EXPECT[name].get(k, v) != v}
     if wrong:
         raise ISAError(
             f"{', '.join(wrong)} chose its kernels ({wrong}) before memrl pinned {name}: "
             "import memrl before numpy and torch, or start with `python -m memrl`"
         )
-    return {"level": name, **seen}
+    return {"level": name, **seen, "cpu": cpu_model()}
+
+
+def cpu_model() -> str:
+    """This CPU's model name (``/proc/cpuinfo``), kept with every run so that a difference
+    between two machines' runs can be traced to their CPUs."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"

@@ -210,7 +210,9 @@ def repro(profile: str, args: list[str]) -> int:
     targets = dvc_targets(profile, args)
     _announce(profile, announced_families(targets))
     whole = targets[0] == pipeline_file(profile)  # else only the stages named (no report)
-    proc = subprocess.Popen(["dvc", "repro", *targets], start_new_session=True)
+    venv = Path(sys.executable).parent  # dvc and the stages' `python` from this venv
+    env = {**os.environ, "PATH": f"{venv}{os.pathsep}{os.environ.get('PATH', '')}"}
+    proc = subprocess.Popen([str(venv / "dvc"), "repro", *targets], start_new_session=True, env=env)
     stopping: list[int] = []
     signal.signal(signal.SIGINT, lambda signum, frame: stopping.append(signum))
     signal.signal(signal.SIGTERM, lambda signum, frame: stopping.append(signum))

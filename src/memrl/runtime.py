@@ -78,6 +78,10 @@ def set_torch_threads(n: int = 1) -> None:
     native = isa.level() == "native"
     th.backends.mkldnn.enabled = native
     th.backends.nnpack.set_flags(native)
+    if isa.products() == "openblas":  # products off MKL: one code path on every vendor
+        from memrl.openblas import route
+
+        route()
 
 
 def seed_everything(seed: int) -> None:
