@@ -76,10 +76,12 @@ llm-server: install
 
 # The unit tests run in one process, so llama.cpp builds beside them on the other core (a
 # fresh machine's ~13 core-minutes, in their shadow); the served-backend tests run once it is
-# built. An interrupted or failed run stops the build with it (its own process group)
+# built. An interrupted or failed run stops the build with it (its own process group); its
+# temporary files stay in .cache/build-tmp (a test checks that a Ray run leaves none in /tmp)
 unit: data browser install
-	@mkdir -p .cache
-	@set -m; $(MAKE) --no-print-directory llm-server BUILD_JOBS=1 > .cache/llm-server-build.log 2>&1 & \
+	@mkdir -p .cache/build-tmp
+	@set -m; TMPDIR=$(abspath .cache/build-tmp) $(MAKE) --no-print-directory llm-server BUILD_JOBS=1 \
+		> .cache/llm-server-build.log 2>&1 & \
 		build=$$!; trap 'kill -- -$$build 2>/dev/null || true' EXIT; \
 		$(BIN)/python -m pytest -q tests --ignore=tests/test_llm_server.py; \
 		wait $$build || true; grep -v '^WARNING' .cache/llm-server-build.log | tail -3; \
