@@ -410,3 +410,19 @@ def test_every_job_function_runs_its_smoke_job():
             used = row["llm"]
             assert used["backend"] == "inprocess" and used["model"] == "tiny-random", spec.name
             assert used["decisions"] > 0 and used["tokens"] > 0, spec.name
+
+
+def test_a_job_starts_from_no_cached_text(scorer):
+    """The worker's scorer keeps its prefix and contexts between calls; each job forgets
+    them first, so what it counts does not depend on the jobs the worker ran before (a
+    smoke REMEMBERER run counted 4,453 tokens after another job and 4,578 alone)."""
+    scorer.forget()
+    before = scorer.tokens_encoded
+    a = scorer.score("You shop.", "Buy:", [" a", " b"], "Example: buy a")
+    first = scorer.tokens_encoded - before
+    scorer.score("You shop.", "Buy:", [" a", " b"], "Example: buy a")  # cached: cheaper
+    assert scorer.tokens_encoded - before - first < first
+    scorer.forget()
+    before = scorer.tokens_encoded
+    b = scorer.score("You shop.", "Buy:", [" a", " b"], "Example: buy a")
+    assert scorer.tokens_encoded - before == first and a.tobytes() == b.tobytes()

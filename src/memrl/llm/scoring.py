@@ -90,6 +90,12 @@ class LLMScorer(Scorer):
         self.context_cache = context_cache
         self.tokens_encoded = 0  # prompt tokens run through the model (a cost counter)
 
+    def forget(self) -> None:
+        """Drop the cached prefix and contexts: what a job computes and counts (its
+        ``tokens``) then does not depend on the jobs this process ran before."""
+        self._prefix = None
+        self._contexts.clear()
+
     def _ids(self, text: str) -> list[int]:
         return self.tok(text, add_special_tokens=False)["input_ids"]
 

@@ -71,7 +71,9 @@ def _scorer(llm: LLMParams):
         from memrl.llm.server import ServerScorer
 
         return ServerScorer(llm.url or "", llm.model, llm.timeout, llm.retries)
-    return _loaded_scorer(llm.model, llm.device, llm.dtype)
+    scorer = _loaded_scorer(llm.model, llm.device, llm.dtype)
+    scorer.forget()  # a job's tokens and scores: the same whichever jobs this worker ran before
+    return scorer
 
 
 def _used(scorer, before: dict[str, Any]) -> dict[str, Any]:
