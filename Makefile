@@ -140,6 +140,7 @@ bench: install llm-server
 	$(BIN)/python benchmarks/sb3_levers.py
 	$(BIN)/python benchmarks/memory_cores.py
 	$(BIN)/python benchmarks/card_cost.py
+	$(BIN)/python benchmarks/price_ratio.py
 	$(BIN)/python benchmarks/recurrent_sac.py
 	$(BIN)/python benchmarks/lstm_ppo.py
 	$(BIN)/python benchmarks/seeds_per_process.py
