@@ -191,3 +191,23 @@ def test_other_libraries_bars_are_off_and_memrls_own_are_not():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["''", "True"]
+
+
+def test_a_reader_that_leaves_early_is_no_error():
+    """`memrl list ... | head -1`: the pipe closes early; no traceback, exit 0."""
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        f"{sys.executable} -m memrl list recurrent_off_policy --profile smoke | head -1",
+        shell=True,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.startswith("recurrent_off_policy:") and "Traceback" not in out.stderr
+
+
+def test_report_and_site_take_a_profile_like_every_verb(capsys):
+    assert main(["report", "--profile", "nope"]) == 2
+    assert "unknown profile 'nope'" in capsys.readouterr().err

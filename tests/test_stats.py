@@ -6,6 +6,8 @@ import pytest
 
 from memrl.stats.aggregate import Estimate, iqm, iqm_ci
 from memrl.stats.claims import (
+    CONTRADICTED,
+    MIXED,
     NOT_REPRODUCED,
     PARTIALLY,
     REPRODUCED,
@@ -76,6 +78,10 @@ def _verdict(comps, higher=True, complete=True, floor=None, **kw):
     ).verdict
 
 
+def _category(comps, higher=True, complete=True):
+    return _verdict(comps, higher, complete).split(" (")[0]
+
+
 @pytest.mark.parametrize(
     "comps, higher, complete, expected",
     [
@@ -83,12 +89,14 @@ def _verdict(comps, higher=True, complete=True, floor=None, **kw):
         ([("a", "b")], True, False, PARTIALLY),
         ([("b", "a")], True, True, NOT_REPRODUCED),
         ([("b", "a")], False, True, REPRODUCED),  # lower is better
-        ([("a", "b"), ("b", "a")], True, True, NOT_REPRODUCED),
+        ([("a", "b"), ("b", "a")], True, True, MIXED),  # one holds, one fails
         ([("a", "b"), ("a", "c")], True, True, PARTIALLY),  # one holds, one undecided
+        ([("b", "a"), ("c", "a")], True, True, CONTRADICTED),  # its mirror
+        ([("b", "a")], True, False, CONTRADICTED),  # a fail on a narrower setup
     ],
 )
 def test_verdict_rule_on_differences(comps, higher, complete, expected):
-    assert _verdict(comps, higher, complete) == expected
+    assert _category(comps, higher, complete) == expected
 
 
 def test_undecided_names_its_reason_and_the_seeds_a_decision_needs():
@@ -301,11 +309,12 @@ def test_a_final_claim_short_of_budget_is_inconclusive_not_refuted():
     from memrl.stats.claims import Budget
 
     fails, holds = [("b", "a")], [("a", "b")]
-    assert v(fails, FINAL, 10) == "inconclusive (budget)"
+    # a short budget narrows a fail as it narrows a hold: mirrored verdicts
+    assert v(fails, FINAL, 10) == "partially contradicted (budget: 10% of the paper's budget)"
+    assert v(holds, FINAL, 10) == "partially (budget: 10% of the paper's budget)"
     assert v(fails, FINAL, 50) == NOT_REPRODUCED  # half is enough to say no
     assert v(fails, FINAL, None) == NOT_REPRODUCED  # unknown coverage
     assert v(fails, EARLY, 1) == NOT_REPRODUCED  # early claims look at the first part
-    assert v(holds, FINAL, 10) == PARTIALLY  # "partially" for coverage
     assert v(holds, FINAL, 100) == REPRODUCED
     assert v(holds, EARLY, 1) == REPRODUCED
 
@@ -334,7 +343,8 @@ def test_coverage_needs_one_unit_and_a_declared_regime():
         deviations=[],
         used=Budget(5_000, "env steps"),
     )
-    assert res.coverage == pytest.approx(0.1) and res.verdict == "inconclusive (budget)"
+    assert res.coverage == pytest.approx(0.1)
+    assert res.verdict == "partially contradicted (budget: 10% of the paper's budget)"
     assert res.to_row()["paper_budget"] == "50,000 env steps"
     with pytest.raises(ValueError, match="one unit"):
         ClaimResult(
@@ -499,8 +509,10 @@ def test_a_difference_with_no_spread_decides_nothing():
     """Copies of one run (or a grid's one value) on both sides: a CI of width zero."""
     from memrl.stats.compare import NO_SPREAD, UNDECIDED, judge
 
-    j = judge([1.0, 1.0, 1.0], [0.0, 0.0, 0.0], "beats", True, seed=0)
+    j = judge([1.0] * 4, [0.0] * 4, "beats", True, seed=0)
     assert (j.outcome, j.reason) == (UNDECIDED, NO_SPREAD)
+    # 3 against 3 could not decide at all: the design is named first
+    assert judge([1.0] * 3, [0.0] * 3, "beats", True, seed=0).reason == "design"
     assert j.difference.ci_low == j.difference.ci_high == 1.0
     varied = judge([1.0, 0.9, 1.0, 0.95], [0.0, 0.1, 0.0, 0.05], "beats", True, seed=0)
     assert varied.outcome == "holds" and 0 <= varied.p <= 0.05
@@ -641,7 +653,7 @@ def test_a_share_of_seeds_against_a_constant_is_judged_exactly():
     from memrl.stats.compare import BEATS
 
     five = judge(arm([1.0] * 5, "T", "five", 500, "mean"), reference(0.5), BEATS, True, 0)
-    assert five.outcome == "undecided" and five.reason == "power"  # 1/32 > 2.5%
+    assert five.outcome == "undecided" and five.reason == "design"  # no outcome decides
     assert five.difference.ci_low < 0 < five.difference.ci_high and five.seeds_needed == 6
     six = judge(arm([1.0] * 6, "T", "six", 500, "mean"), reference(0.5), BEATS, True, 0)
     assert six.outcome == "holds" and six.p == pytest.approx(2 / 64)

@@ -11,19 +11,27 @@ from __future__ import annotations
 
 import itertools
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from memrl.stats import compare
+from memrl.stats.aggregate import reference
 from memrl.stats.claims import (
+    CONTRADICTED,
     INCONCLUSIVE,
+    MIRROR,
+    MIXED,
     NOT_REPRODUCED,
+    PARTIALLY,
     REPRODUCED,
     VERDICTS,
+    Budget,
     Claim,
     ClaimResult,
     Comparison,
+    Margin,
 )
 from memrl.stats.compare import BEATS, HOLDS, MATCHES, arm, judge
 
@@ -89,60 +97,166 @@ SIM = Claim(
 )
 
 
-def verdict_rates(
-    n: int, shifts: tuple[float, ...], experiments: int, seed: int = 0, floor_at: float = -10.0
-) -> dict[str, float]:
-    """Share of simulated claims per verdict category, through the whole path: per-seed
-    arms (:func:`arm`), a floor run in the same seeds, :class:`ClaimResult` (floors, sides,
-    Holm, :func:`verdict`). ``shifts``: the true difference of each consecutive pair (A − B,
-    B − C, ...) in seed-sd; the floor sits ``floor_at`` sd from the last arm."""
-    rng = np.random.default_rng([seed, n, len(shifts), *(int(100 * s) + 1000 for s in shifts)])
+FOR = (REPRODUCED, PARTIALLY)  # verdicts that side with the paper
+AGAINST = (NOT_REPRODUCED, CONTRADICTED, MIXED)  # verdicts with a comparison that fails
+
+
+def simulated(
+    values: dict[str, np.ndarray],
+    i: int,
+    *,
+    relation: str = BEATS,
+    short: bool = False,
+    complete: bool = True,
+    ceiling: float | None = None,
+    items: int = 0,
+) -> ClaimResult:
+    """One simulated claim through the whole path: per-seed arms (a seed's value, or with
+    ``items`` a row of per-item values, resampled within seeds), a floor run in the same
+    seeds, :class:`ClaimResult` (floors, ceilings, sides, Holm, :func:`verdict`)."""
+    names = [k for k in values if k != "floor"]
+
+    def arm_of(k: str, v: np.ndarray):
+        if v.ndim == 1:
+            return arm(v, f"SIM{i}", k)
+        return arm(None, f"SIM{i}", k, items=list(v))  # each seed's items
+
+    est = {k: arm_of(k, v) for k, v in values.items()}
+    top = {}
+    if ceiling is not None:
+        est["maximum"] = reference(ceiling)
+        top = {"ceiling": "maximum"}
+    margin = (
+        {"margin": Margin("simulation: δ in seed-sd", delta=DELTA)} if relation == MATCHES else {}
+    )
+    rel = (relation,) if relation == MATCHES else ()
+    claim = SIM if not short else replace(SIM, regime="final", paper_budget=Budget(100, "steps"))
+    return ClaimResult(
+        claim=claim,
+        estimates=est,
+        ours="A",
+        comparisons=[
+            Comparison(a, b, *rel, floor="floor", **margin, **top)
+            for a, b in itertools.pairwise(names)
+        ],
+        budget="simulated",
+        deviations=[],
+        used=Budget(10, "steps") if short else None,
+        coverage_complete=complete,
+        power_experiments=0,  # the seeds a decision needs: not part of the rates
+    )
+
+
+def draw(rng, n: int, shifts, floor_at: float, cap: float | None = None, items: int = 0) -> dict:
+    """Per-seed values of arms A, B, ... (``shifts`` apart, in seed-sd) and a floor; with
+    ``items``, each seed a row of items (noise of sd 1 around the seed's value)."""
     names = [chr(ord("A") + i) for i in range(len(shifts) + 1)]
     means = np.concatenate([[0.0], -np.cumsum(shifts)])  # A at 0, each next one shift lower
+    values = {k: rng.normal(m, 1.0, n) for k, m in zip(names, means, strict=True)}
+    if items:
+        values = {k: v[:, None] + rng.normal(0.0, 1.0, (n, items)) for k, v in values.items()}
+    if cap is not None:  # a task's maximum: scores pile up at it
+        values = {k: np.minimum(v, cap) for k, v in values.items()}
+    values["floor"] = rng.normal(means[-1] + floor_at, 1.0, n)
+    return values
+
+
+def verdict_rates(
+    n: int,
+    shifts: tuple[float, ...],
+    experiments: int,
+    seed: int = 0,
+    floor_at: float = -10.0,
+    **kw,
+) -> dict[str, float]:
+    """Share of simulated claims per verdict category (:func:`simulated`). ``shifts``: the
+    true difference of each consecutive pair (A − B, B − C, ...) in seed-sd; the floor sits
+    ``floor_at`` sd from the last arm; ``kw``: relation, short (budget), complete
+    (coverage), ceiling (scores capped at it), items per seed."""
+    rng = np.random.default_rng([seed, n, len(shifts), *(int(100 * s) + 1000 for s in shifts)])
     counts = dict.fromkeys(VERDICTS, 0)
     for i in range(experiments):
-        values = {k: rng.normal(m, 1.0, n) for k, m in zip(names, means, strict=True)}
-        values["floor"] = rng.normal(means[-1] + floor_at, 1.0, n)
-        res = ClaimResult(
-            claim=SIM,
-            estimates={k: arm(v, f"SIM{i}", k) for k, v in values.items()},
-            ours="A",
-            comparisons=[Comparison(a, b, floor="floor") for a, b in itertools.pairwise(names)],
-            budget="simulated",
-            deviations=[],
-            power_experiments=0,  # the seeds a decision needs: not part of the rates
-        )
-        counts[res.decision.category] += 1
+        values = draw(rng, n, shifts, floor_at, kw.get("ceiling"), kw.get("items", 0))
+        counts[simulated(values, i, **kw).decision.category] += 1
     return {k: v / experiments for k, v in counts.items()}
+
+
+def mirrored(values: dict[str, np.ndarray], relation: str) -> dict[str, np.ndarray]:
+    """The same experiment with every comparison's sign flipped: each difference d becomes
+    −d (*beats*) or −2δ − d (*matches*: reflected about its threshold −δ), the floor left
+    where it is (far below both)."""
+    names = [k for k in values if k != "floor"]
+    shift = -2 * DELTA if relation == MATCHES else 0.0
+    out = {k: -values[k] + shift * (len(names) - 1 - j) for j, k in enumerate(names)}
+    return out | {"floor": values["floor"] - 2 * max(abs(v).max() for v in values.values())}
 
 
 # name: (true shifts in seed-sd, category, bound, "max" or "min", seeds the bound is stated at)
 WHOLE = {
     # nominal 2.5% (one side of a 95% interval); the expanded interval keeps it under 1.5%
     # at 5 seeds, where the plain percentile one does not (the test below)
-    "no effect, 1 comparison: reproduced": ((0.0,), REPRODUCED, 0.015, "max", (5, 10)),
-    "no effect, 2 comparisons: not reproduced": ((0.0, 0.0), NOT_REPRODUCED, 0.05, "max", (5, 10)),
-    "no effect, 2 comparisons: reproduced": ((0.0, 0.0), REPRODUCED, 0.025, "max", (5, 10)),
-    "effect 2 sd, 2 comparisons: not reproduced": (
-        (2.0, 2.0),
-        NOT_REPRODUCED,
-        0.05,
+    "no effect, 1 comparison: reproduced": ((0.0,), {}, FOR, 0.015, "max", (5, 10)),
+    "no effect, 1 comparison: not reproduced": ((0.0,), {}, AGAINST, 0.015, "max", (5, 10)),
+    "no effect, 2 comparisons: a fail": ((0.0, 0.0), {}, AGAINST, 0.05, "max", (5, 10)),
+    "no effect, 2 comparisons: reproduced": ((0.0, 0.0), {}, (REPRODUCED,), 0.025, "max", (5, 10)),
+    "effect 2 sd, 2 comparisons: a fail": ((2.0, 2.0), {}, AGAINST, 0.05, "max", (5, 10)),
+    "effect 2 sd, 2 comparisons: reproduced": ((2.0, 2.0), {}, (REPRODUCED,), 0.80, "min", (10,)),
+    "one effect 2 sd, one none: reproduced": ((2.0, 0.0), {}, (REPRODUCED,), 0.025, "max", (5, 10)),
+    "loss of 2δ, matches: holds": (
+        (-2 * DELTA,),
+        {"relation": MATCHES},
+        FOR,
+        0.025,
         "max",
         (5, 10),
     ),
-    "effect 2 sd, 2 comparisons: reproduced": ((2.0, 2.0), REPRODUCED, 0.80, "min", (10,)),
-    "one effect 2 sd, one none: reproduced": ((2.0, 0.0), REPRODUCED, 0.025, "max", (5, 10)),
+    "no loss, matches: fails": ((0.0,), {"relation": MATCHES}, AGAINST, 0.025, "max", (5, 10)),
+    "short budget, effect 2 sd: partially": (
+        (2.0,),
+        {"short": True},
+        (PARTIALLY,),
+        0.8,
+        "min",
+        (10,),
+    ),
+    "short budget, loss 2 sd: contradicted": (
+        (-2.0,),
+        {"short": True},
+        (CONTRADICTED,),
+        0.8,
+        "min",
+        (10,),
+    ),
+    "narrower setup, no effect: partially": (
+        (0.0,),
+        {"complete": False},
+        FOR,
+        0.015,
+        "max",
+        (5, 10),
+    ),
+    "items per seed, no effect: reproduced": ((0.0,), {"items": 8}, FOR, 0.025, "max", (5, 10)),
+    # both arms at a task's maximum on most seeds: a tie there decides nothing
+    "both at the ceiling: any decision": (
+        (0.0,),
+        {"ceiling": -3.0},
+        FOR + AGAINST,
+        0.0,
+        "max",
+        (5, 10),
+    ),
 }
 
 
 @pytest.mark.parametrize("n", [5, 10])
 @pytest.mark.parametrize("scenario", list(WHOLE))
 def test_whole_verdict_error_rates(scenario: str, n: int) -> None:
-    shifts, category, bound, kind, stated = WHOLE[scenario]
+    shifts, kw, categories, bound, kind, stated = WHOLE[scenario]
     if n not in stated:
         pytest.skip(f"the bound is stated at {stated} seeds")
     experiments = 1000 if bound < 0.025 else 300  # a tight bound needs more experiments
-    rate = verdict_rates(n, shifts, experiments)[category]
+    rates = verdict_rates(n, shifts, experiments, **kw)
+    rate = sum(rates[c] for c in categories)
     if kind == "max":
         assert rate <= bound, f"{scenario} at {n} seeds: {rate:.1%} (> {bound:.1%})"
     else:
@@ -155,7 +269,7 @@ def test_the_bounds_need_the_small_sample_expansion(monkeypatch) -> None:
     the whole-path bound above (1.5%) fails, so it tests the expansion."""
     monkeypatch.setattr(compare, "_tail", lambda n, level=compare.LEVEL: (1 - level) / 2)
     rate = verdict_rates(5, (0.0,), experiments=1000)[REPRODUCED]
-    assert rate > WHOLE["no effect, 1 comparison: reproduced"][2], f"plain: {rate:.1%}"
+    assert rate > WHOLE["no effect, 1 comparison: reproduced"][3], f"plain: {rate:.1%}"
 
 
 def test_three_seeds_cannot_decide() -> None:
@@ -177,6 +291,33 @@ def test_an_arm_at_the_floor_decides_nothing() -> None:
     assert verdict_rates(5, (2.0,), experiments=100, floor_at=-10.0)[REPRODUCED] > 0.3
 
 
+@pytest.mark.parametrize(
+    "shifts, kw",
+    [
+        ((1.5, 0.0), {}),
+        ((1.5, -1.5), {}),
+        ((0.0,), {"relation": MATCHES}),
+        ((1.5,), {"short": True}),
+        ((1.0, -0.5), {"complete": False}),
+        ((1.5,), {"items": 6}),
+    ],
+)
+def test_mirrored_evidence_gives_the_mirrored_verdict(shifts, kw) -> None:
+    """Flip every comparison's sign (the same seeds, the same bootstrap draws) and the
+    verdict becomes its mirror (:data:`MIRROR`): budget, coverage and items narrow a hold
+    and a fail alike."""
+    rng = np.random.default_rng([11, len(shifts)])
+    relation = kw.get("relation", BEATS)
+    seen = set()
+    for i in range(40):
+        values = draw(rng, 5, shifts, -10.0, items=kw.get("items", 0))
+        got = simulated(values, i, **kw).decision.category
+        back = simulated(mirrored(values, relation), i, **kw).decision.category
+        assert back == MIRROR[got], f"experiment {i}: {got} mirrored to {back}"
+        seen.add(got)
+    assert len(seen) > 1 or kw  # the experiments reach more than one verdict
+
+
 def main(experiments: int) -> None:
     for name, (shift, relation, _, _) in SCENARIOS.items():
         for n in (5, 10):
@@ -184,9 +325,10 @@ def main(experiments: int) -> None:
                 f"{name:<24} {n:>2} seeds: holds in {holds_rate(n, shift, relation, experiments, seed=1):.1%}"
             )
     print("whole verdict (arms, floor, ClaimResult, Holm, verdict()):")
-    for name, (shifts, category, _, _, _) in WHOLE.items():
+    for name, (shifts, kw, categories, _, _, _) in WHOLE.items():
         for n in (5, 10):
-            rate = verdict_rates(n, shifts, experiments, seed=1)[category]
+            rates = verdict_rates(n, shifts, experiments, seed=1, **kw)
+            rate = sum(rates[c] for c in categories)
             print(f"{name:<46} {n:>2} seeds: {rate:.1%}")
 
 

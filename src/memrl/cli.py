@@ -208,11 +208,11 @@ def _stage(a: argparse.Namespace) -> int:
     executors.raise_on_sigterm()
     what = getattr(a, "family", a.verb)
     try:
+        check_profile(a.profile)
         if a.verb == "report":
-            results = a.results or Path("results/default")
+            results = a.results or Path("results") / a.profile
             print(f"wrote {report.write(results, list(families.FAMILIES))}")
             return 0
-        check_profile(a.profile)
         if a.verb == "params":
             print(f"wrote {pipeline.write_params(a.profile)}")
         elif a.verb == "runs":
@@ -233,7 +233,7 @@ def _site(a: argparse.Namespace) -> int:
     from memrl.runtime import repo_root
     from memrl.site import build
 
-    results = a.results or repo_root() / "results" / "default"
+    results = a.results or repo_root() / "results" / a.profile
     print(f"wrote {build(results, a.out or results / 'site')}")
     return 0
 
@@ -352,8 +352,9 @@ def parser() -> argparse.ArgumentParser:
     )
     profile(p, sets=False)
     p = verb("site", "build a profile's offline results site (no training)")
-    p.add_argument("results", nargs="?", type=Path, help="default: results/default")
+    p.add_argument("results", nargs="?", type=Path, help="default: results/<profile>")
     p.add_argument("--out", type=Path, help="default: <results>/site")
+    profile(p, sets=False)
     p = verb("plots", "draw the dvc plots offline to results/<profile>/dvc_plots.html")
     profile(p, sets=False)
     p.add_argument("revs", nargs="*", help="git revisions to overlay (dvc plots diff)")
@@ -379,7 +380,8 @@ def parser() -> argparse.ArgumentParser:
         if name == "runs":
             p.add_argument("--executor", choices=("process", "ray"), default=None)
     p = verb("report", "stage: REPORT.md and report.json from the families' claims")
-    p.add_argument("results", nargs="?", type=Path, help="default: results/default")
+    p.add_argument("results", nargs="?", type=Path, help="default: results/<profile>")
+    profile(p, sets=False)
     p = verb("dvc-yaml", "write every profile's dvc.yaml from the family registry")
     p.add_argument("--check", action="store_true", help="fail if a dvc.yaml is out of date")
     p = verb("data", "data/: pull it, else rebuild it (ensure); rebuild (build); check (verify)")
@@ -413,6 +415,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\nmemrl: interrupted; finished jobs are kept", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `memrl list ... | head`: the reader left; say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except Exception as err:
         line = None if os.environ.get("MEMRL_DEBUG") else user_error(err)
         if line is None:

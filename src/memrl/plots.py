@@ -11,8 +11,10 @@ from memrl.stats.claims import ClaimResult, share
 
 VERDICT_COLORS = {
     "reproduced": "tab:green",
-    "partially": "tab:orange",
+    "partially": "tab:olive",
+    "mixed": "tab:orange",
     "inconclusive": "tab:purple",
+    "partially contradicted": "tab:pink",
     "not reproduced": "tab:red",
 }
 OUTCOME_COLORS = {"holds": "tab:green", "fails": "tab:red", "undecided": "tab:gray"}

@@ -204,6 +204,13 @@ def render(rows: list[dict[str, Any]]) -> str:
             src = f" — δ: {c['margin_source']}" if c.get("margin_source") else ""
             out.append(f"- {comparison_text(c)}{src}")
         out.append("")
+        if pe := r.get("paper_effect"):
+            tested = sum(bool(c.get("paper_effect")) for c in r["comparisons"])
+            out.append(
+                f"*The paper's number, tested:* {pe['text']} ({pe['kind']} {pe['value']:g}; "
+                f"{pe['source']}), in {tested} of {len(r['comparisons'])} comparisons, the bare "
+                "direction beside each  "
+            )
         out.append(f"*Floor:* {floor_text(r)}  ")
         if r.get("conditions"):
             out.append(
@@ -295,6 +302,7 @@ def write(results: Path, families: list[Listed]) -> Path:
                 "paper_budget",
                 "used_budget",
                 "coverage",
+                "coverage_complete",
                 "trends",
                 "verdict",
                 "deviations",
@@ -308,6 +316,7 @@ def write(results: Path, families: list[Listed]) -> Path:
                 "detail",
                 "conditions",
                 "multiplicity",
+                "paper_effect",
             )
         }
         | {

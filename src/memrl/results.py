@@ -14,8 +14,16 @@ import pandas as pd
 from memrl.runtime import atomic_path, atomic_write_json, repo_root
 from memrl.stats.claims import ClaimResult, comparison_text, share
 
-# for `dvc metrics`: an inconclusive verdict is no score (null), not a low one
-VERDICT_SCORE = {"reproduced": 1.0, "partially": 0.5, "inconclusive": None, "not reproduced": 0.0}
+# for `dvc metrics`: an inconclusive verdict is no score (null), not a low one; the scale is
+# symmetric around "mixed", as the verdicts are
+VERDICT_SCORE = {
+    "reproduced": 1.0,
+    "partially": 0.75,
+    "mixed": 0.5,
+    "inconclusive": None,
+    "partially contradicted": 0.25,
+    "not reproduced": 0.0,
+}
 
 
 def verdict_score(category: str) -> float | None:

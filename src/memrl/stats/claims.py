@@ -6,34 +6,41 @@ the paper's budget; a family fills a :class:`ClaimResult` with arms from its run
 values, :func:`memrl.stats.compare.arm`), its floor runs, the budget it used and the trend of
 each comparison along training (:mod:`memrl.stats.trend`). Each :class:`Comparison` is judged
 on the CI of its difference, against a declared margin for *matches or beats* and beside
-its floor (:func:`memrl.stats.compare.judge`); the verdict is computed by :func:`verdict`,
-never typed in (:data:`VERDICT_RULE`). A *final* claim run on less than half the paper's
-budget whose comparisons fail is **inconclusive (budget)**, not "not reproduced": "not
-yet" is not "no".
+its floor and ceiling (:func:`memrl.stats.compare.judge`); where the paper states a number
+(:class:`PaperEffect`) that number is what a comparison tests. The verdict is computed by
+:func:`verdict`, never typed in (:data:`VERDICT_RULE`), on a symmetric scale: flipping the
+sign of every comparison gives the mirrored verdict (:data:`MIRROR`), so a short budget, a
+narrower setup or an unmet condition (only one the paper states) narrows a hold and a fail
+alike: *partially* and *partially contradicted*.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import KW_ONLY, asdict, dataclass, field
+from dataclasses import KW_ONLY, asdict, dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
-from memrl.stats.aggregate import stable_seed
+from memrl.stats.aggregate import Estimate, stable_seed
 from memrl.stats.compare import (
     BEATS,
+    CEILING,
+    DESIGN,
     FAILS,
     GAP_10,
     HOLDS,
+    IDENTICAL,
     MATCHES,
     MULTIPLICITY,
     NO_SPREAD,
     REPS,
+    Arm,
     Judgement,
     Margin,
     clears,
     decided,
     holm,
+    identical,
     judge,
 )
 
@@ -47,16 +54,29 @@ __all__ = [
     "Comparison",
     "Condition",
     "Margin",
+    "PaperEffect",
     "Verdict",
 ]
 
-REPRODUCED, PARTIALLY, NOT_REPRODUCED, INCONCLUSIVE = (
+REPRODUCED, PARTIALLY, MIXED, INCONCLUSIVE, CONTRADICTED, NOT_REPRODUCED = (
     "reproduced",
     "partially",
-    "not reproduced",
+    "mixed",
     "inconclusive",
+    "partially contradicted",
+    "not reproduced",
 )
-VERDICTS = (REPRODUCED, PARTIALLY, INCONCLUSIVE, NOT_REPRODUCED)  # categories, report order
+# categories in report order: the scale runs from the paper's way to the opposite, and
+# flipping the sign of every comparison maps each category to its mirror
+VERDICTS = (REPRODUCED, PARTIALLY, MIXED, INCONCLUSIVE, CONTRADICTED, NOT_REPRODUCED)
+MIRROR = {
+    REPRODUCED: NOT_REPRODUCED,
+    PARTIALLY: CONTRADICTED,
+    MIXED: MIXED,
+    INCONCLUSIVE: INCONCLUSIVE,
+    CONTRADICTED: PARTIALLY,
+    NOT_REPRODUCED: REPRODUCED,
+}
 EARLY, FINAL = "early", "final"
 LOW_COVERAGE = 0.5  # below this share of the paper's budget a final-regime "no" is "not yet"
 
@@ -66,33 +86,36 @@ VERDICT_RULE = (
     "over the seeds of both arms. *A beats B* **holds** when the CI lies above 0 and **fails** "
     "when it lies at or below 0; *A matches or beats B* is an equivalence test with a declared "
     "margin δ (its source beside it): it holds when the CI's lower end is above −δ and fails "
-    "when its upper end is at or below −δ; otherwise the comparison is **undecided**. Every claim "
-    "names its **floor**, the score of a policy with no learning or no knowledge, run in the "
-    "same envs and seeds: a comparison in which neither arm's CI clears the floor's CI is "
-    "undecided, whatever its difference, and so is one whose CI has no width (*no spread*: "
-    "values on a coarse grid, a constant against a constant), and one with too few seeds for "
-    "any exact test to decide at 95% (3 seeds against 3: 1/20 > 2.5%; against a constant "
-    "or one deterministic run, fewer than 6). Where a run's value is a mean over items "
+    "when its upper end is at or below −δ; otherwise the comparison is **undecided**. Where "
+    "the paper states a number (*over five times faster*, *two orders of magnitude*, a level "
+    "of success), that number is the comparison: A against B scaled or shifted by it, the "
+    "bare direction reported beside it. Every claim names its **floor**, the score of a policy "
+    "with no learning or no knowledge, run in the same envs and seeds, and its **ceiling** "
+    "where the task has a maximum: whether an arm clears its floor (or lies below its "
+    "ceiling) is decided on the CI of its difference from it; a comparison in which no arm "
+    "clears the floor, or no arm lies below the ceiling (a tie at the top), is undecided, "
+    "whatever its difference; so is one whose CI has no width (*no spread*), one between "
+    "copies (*identical* per-seed and per-item values: more seeds are more copies), and one "
+    "whose design no outcome could decide at 95% (*design*: 3 seeds against 3, 5 against a "
+    "constant, 5 of 5 successes against one half). Where a run's value is a mean over items "
     "(test questions, tasks) the bootstrap resamples the items within each seed too "
-    "(questions by conversation); a deterministic method is one run with its items, never "
-    "copied per seed. **reproduced**: every "
-    "comparison holds and our setup covers the range the paper tested; **not reproduced**: "
-    "some comparison fails; **partially**: some hold and none fails (or all hold on a "
-    "narrower setup). Where a verdict rests on *some* comparisons, their decisions stand "
-    "only as far as Holm–Bonferroni's step-down over the claim's comparisons allows "
-    "(*multiplicity* otherwise); "
-    "**inconclusive** when nothing holds and nothing fails, with its reason: *floor* (no "
-    "compared method clears its floor; a declared reason such as *model scale* only where a "
-    "*positive control*, the method given what it needs to succeed, sits at the floor too), *budget* or *power* "
-    "(with the seeds per arm a decision would need at the observed difference). **Budget.** "
-    "Each claim is about an *early* regime (the first part of training) or a *final* one "
-    "(after the paper's budget); *coverage* = our budget / the paper's, in the paper's unit. "
-    "A *final* claim run at < 50% coverage whose comparisons fail is **inconclusive "
-    "(budget)**, and at most **partially** when they hold; an *early* claim states the share "
-    "of the paper's budget it looks at. **Conditions.** A claim names what its statement needs "
-    "of the setup (hardware, domain, data source) and whether our runs meet it: *reproduced* "
-    "needs every one met (else *partially*, naming it), and a *not reproduced* that rests on "
-    "an unmet one is **inconclusive (<condition>)**."
+    "(questions by conversation), the same draws for arms scored on the same items (paired); "
+    "a deterministic method is one run with its items, never copied per seed. Where a "
+    "verdict rests on *some* comparisons, their decisions stand only as far as "
+    "Holm–Bonferroni's step-down over the claim's comparisons allows (*multiplicity* "
+    "otherwise). **The scale is symmetric**: flipping the sign of every comparison maps each "
+    "verdict to its mirror. **reproduced**: every comparison holds on a setup that covers "
+    "the paper's; **not reproduced**: every comparison fails on such a setup; **partially** "
+    "and its mirror **partially contradicted**: comparisons hold (fail) and none fails "
+    "(holds), but not all of them decide, or the setup is narrower than the paper's, named "
+    "in the reason: *budget* (a *final*-regime claim run at < 50% of the paper's budget), "
+    "*coverage* (fewer tasks or sizes) or an unmet *condition* (only one the paper's own "
+    "statement carries, quoted); **mixed**: some comparisons hold and some fail (its own "
+    "mirror); **inconclusive** when nothing decides, with its reason: *floor* (no compared "
+    "method clears its floor; a declared reason such as *model scale* only where a "
+    "*positive control*, the method given what it needs to succeed and scored like the "
+    "floor, sits at the floor too), *ceiling*, *budget*, *identical*, *design* or *power* "
+    "(with the seeds per arm a decision would need at the observed difference)."
 )
 
 
@@ -123,19 +146,88 @@ class Verdict:
         return f"{self.reason}{'; ' if self.reason == 'floor' else ': '}{self.detail}"
 
     def __str__(self) -> str:
-        shown = self.reason and self.category == INCONCLUSIVE
-        return f"{self.category} ({self.why})" if shown else self.category
+        return f"{self.category} ({self.why})" if self.reason else self.category
+
+    def mirrored(self) -> str:
+        """The category flipping every comparison's sign should give."""
+        return MIRROR[self.category]
 
 
 @dataclass(frozen=True)
 class Condition:
     """What a claim's statement needs of the setup (hardware, domain, data source...) and
-    whether our runs meet it: a "reproduced" needs every one met; a "not reproduced" that
-    rests on an unmet one is "inconclusive (<condition>)"."""
+    whether our runs meet it. Only the paper's own statement may carry one: ``quote`` holds
+    its words. An unmet condition narrows a hold and a fail alike (*partially* and
+    *partially contradicted*); a condition of our own making is a deviation, not a scope."""
 
     condition: str
     met: bool
+    quote: str
     note: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.quote.strip():
+            raise ValueError(
+                f"condition {self.condition!r}: quote the paper's statement that carries it "
+                "(a condition the paper does not state cannot narrow its claim)"
+            )
+
+
+@dataclass(frozen=True)
+class PaperEffect:
+    """The number a paper states for its claim, tested as the hypothesis: ``kind`` is
+    ``ratio`` (A is ``value`` times better than B: faster, smaller), ``difference`` (A − B
+    at least ``value``, in the better direction) or ``level`` (an arm at ``value`` or beyond:
+    the comparison is against that constant). ``text``: the paper's words; ``source``:
+    where it says them."""
+
+    kind: str
+    value: float
+    text: str
+    source: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("ratio", "difference", "level"):
+            raise ValueError(f"a paper effect is a ratio, a difference or a level: {self.kind!r}")
+        if self.kind == "ratio" and not self.value > 0:
+            raise ValueError("a ratio must be positive")
+
+    def label(self, name: str) -> str:
+        """The name of ``name`` moved by the effect: ``GRU ÷ 5``, ``DQN + 0.2``."""
+        if self.kind == "ratio":
+            return f"{name} ÷ {self.value:g}"
+        return f"{name} + {self.value:g}" if self.kind == "difference" else name
+
+    def apply(self, side, higher_is_better: bool):
+        """``side`` moved by the effect, so that "A beats it" is "A beats B by the paper's
+        number": a ratio divides it (lower is better: time) or multiplies it (higher is
+        better); a difference shifts it the worse way. Values, items and CI move exactly."""
+        if self.kind == "level":
+            return side
+        if self.kind == "ratio":
+            f = 1 / self.value if not higher_is_better else self.value
+
+            def move(x: float) -> float:
+                return x * f
+        else:
+            step = self.value if higher_is_better else -self.value
+
+            def move(x: float) -> float:
+                return x + step
+
+        if isinstance(side, Arm):
+            e = side.estimate
+            lo, hi = sorted((move(e.ci_low), move(e.ci_high)))
+            return Arm(
+                tuple(move(v) for v in side.values),
+                Estimate(move(e.iqm), lo, hi, e.n),
+                side.statistic,
+                tuple(tuple(move(v) for v in run) for run in side.items),
+                side.clusters,
+                side.shared,
+            )
+        lo, hi = sorted((move(side.ci_low), move(side.ci_high)))
+        return Estimate(move(side.iqm), lo, hi, side.n)
 
 
 def comparison_text(c: dict[str, Any], digits: int = 4) -> str:
@@ -154,9 +246,11 @@ def comparison_text(c: dict[str, Any], digits: int = 4) -> str:
     why = f" ({at_floor} at the floor)" if reason == "floor" else f" ({reason})" if reason else ""
     at = c.get("at_margin") or {}
     sens = f" (at δ/2: {at['0.5δ']}; at 2δ: {at['2δ']})" if at else ""
+    bare = c.get("direction")
+    beside = f"; the bare direction ({bare['text']}) {bare['outcome']}" if bare else ""
     return (
         f"{c['text']}: {g(d['iqm'])} [{g(d['ci_low'])}, {g(d['ci_high'])}]{margin} "
-        f"{c['outcome']}{why}{sens}"
+        f"{c['outcome']}{why}{sens}{beside}"
     )
 
 
@@ -202,6 +296,7 @@ class Claim:
     paper_budget: Budget | None  # None: the paper's budget could not be retrieved
     machine_dependent: bool = False  # wall-clock: differs between machines (no determinism check)
     below_floor: str = "floor"  # why a claim whose methods all sit at the floor says nothing
+    paper_effect: PaperEffect | None = None  # the number the paper states, tested as such
 
     def __post_init__(self) -> None:
         if self.regime not in (EARLY, FINAL):
@@ -215,8 +310,10 @@ class Comparison:
 
     :param floor: the name of the estimate of this comparison's floor (a policy with no
         learning or no knowledge in the same env), if it has one
-    :param ceiling: the name of its ceiling (an oracle), if one exists
+    :param ceiling: the name of its ceiling (the task's maximum, or an oracle), if one exists
     :param sides: the arms that must clear the floor (default: ``better`` and ``worse``)
+    :param effect: the comparison tests the claim's :class:`PaperEffect` (``better`` against
+        ``worse`` moved by the paper's number), its bare direction reported beside it
     """
 
     better: str
@@ -227,6 +324,7 @@ class Comparison:
     floor: str | None = None
     ceiling: str | None = None
     sides: tuple[str, ...] = ()
+    effect: bool = False
 
     def __post_init__(self) -> None:
         if self.relation not in (BEATS, MATCHES):
@@ -237,6 +335,13 @@ class Comparison:
     def __str__(self) -> str:
         return f"{self.better} {'>' if self.relation == BEATS else '>='} {self.worse}"
 
+    def text(self, effect: PaperEffect | None) -> str:
+        """As shown: ``S5 > GRU ÷ 5`` where it tests the paper's number."""
+        if not self.effect or effect is None:
+            return str(self)
+        sign = ">" if self.relation == BEATS else ">="
+        return f"{self.better} {sign} {effect.label(self.worse)}"
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -245,6 +350,8 @@ class Outcome:
     comparison: Comparison
     judgement: Judgement  # after Holm's step-down over the claim's comparisons
     alone: Judgement | None = None  # before it, where it differs
+    direction: Judgement | None = None  # a paper's-number comparison: the bare direction
+    effect: PaperEffect | None = None
 
     @property
     def outcome(self) -> str:
@@ -271,7 +378,15 @@ class Outcome:
             if j.margin is not None
             else None,
             "seeds_needed": j.seeds_needed,
-            "text": str(c),
+            "text": c.text(self.effect),
+            "paper_effect": c.effect,
+            "direction": None
+            if self.direction is None
+            else {
+                "text": str(c),
+                "difference": self.direction.difference.as_dict(),
+                "outcome": self.direction.outcome,
+            },
         }
 
 
@@ -309,6 +424,9 @@ class ClaimResult:
     positive_control: tuple[str, Any] | None = None
     control_note: str = ""
     control_detail: list[Any] = field(default_factory=list)  # why it fails, where it does
+    # the floor scored as the control is (one pass where the control makes one): the
+    # estimate the control must clear; default the claim's floor
+    control_floor: str | None = None
 
     def __post_init__(self) -> None:
         cid = self.claim.claim_id
@@ -345,35 +463,64 @@ class ClaimResult:
             return f"unknown (paper's budget not retrieved; ours {self.used})"
         return f"{share(self.coverage)} ({self.used.amount_text} of {paper})"
 
+    def _judge(self, c: Comparison, against, tag: str = "") -> Judgement:
+        est, floor = self.estimates, self.estimates[c.floor] if c.floor else None
+        margin = c.margin.resolve(est[c.worse].iqm, floor and floor.iqm) if c.margin else None
+        return judge(
+            est[c.better],
+            against,
+            c.relation,
+            self.claim.higher_is_better,
+            stable_seed(self.claim.claim_id, str(c), "difference" + tag),
+            margin=margin,
+            floor=floor,
+            ceiling=est[c.ceiling] if c.ceiling else None,
+            sides=[est[s] for s in c.sides],
+            reps=self.reps,
+            power_experiments=self.power_experiments,
+        )
+
     @cached_property
     def outcomes(self) -> list[Outcome]:
-        """Each comparison judged (bootstraps seeded by the claim's id and the comparison)."""
-        est, hib = self.estimates, self.claim.higher_is_better
+        """Each comparison judged (bootstraps seeded by the claim's id and the comparison); a
+        comparison of the paper's number against ``worse`` moved by it, the bare direction
+        judged beside it."""
+        est, effect = self.estimates, self.claim.paper_effect
         out = []
         for c in self.comparisons:
-            floor = est[c.floor] if c.floor else None
-            margin = c.margin.resolve(est[c.worse].iqm, floor and floor.iqm) if c.margin else None
-            seed = stable_seed(self.claim.claim_id, str(c), "difference")
-            j = judge(
-                est[c.better],
-                est[c.worse],
-                c.relation,
-                hib,
-                seed,
-                margin=margin,
-                floor=floor,
-                sides=[est[s] for s in c.sides],
-                reps=self.reps,
-                power_experiments=self.power_experiments,
-            )
-            out.append(Outcome(c, j))
-        if all(o.outcome == HOLDS for o in out):  # "every one holds": no union, no correction
+            if c.effect:
+                if effect is None:
+                    raise ValueError(f"{c} tests the paper's number: the claim states none")
+                moved = effect.apply(est[c.worse], self.claim.higher_is_better)
+                j, direction = self._judge(c, moved, " effect"), self._judge(c, est[c.worse])
+            else:
+                j, direction = self._judge(c, est[c.worse]), None
+            out.append(Outcome(c, j, None, direction, effect))
+        # "every one holds" (or, its mirror, "every one fails") is an intersection-union
+        # test: each comparison at 5% already bounds it, no correction
+        if len({o.outcome for o in out}) == 1 and out[0].outcome in (HOLDS, FAILS):
             return out
         adjusted = holm([o.judgement for o in out])
         return [
-            Outcome(o.comparison, a, None if a is o.judgement else o.judgement)
+            replace(o, judgement=a, alone=None if a is o.judgement else o.judgement)
             for o, a in zip(out, adjusted, strict=True)
         ]
+
+    @property
+    def copies(self) -> list[tuple[str, str]]:
+        """(arm, arm it equals on every seed and item) for each compared arm that is a copy of
+        another of the claim's arms: a policy collapsed onto another's (more seeds of it are
+        more copies)."""
+        names = list(dict.fromkeys(n for c in self.comparisons for n in (c.better, c.worse)))
+        out: list[tuple[str, str]] = []
+        for a in names:
+            est = self.estimates[a]
+            b = next(
+                (b for b in self.estimates if b != a and identical(est, self.estimates[b])), None
+            )
+            if b is not None and (b, a) not in out:
+                out.append((a, b))
+        return out
 
     @property
     def multiplicity(self) -> str | None:
@@ -384,10 +531,13 @@ class ClaimResult:
     def control_clears(self) -> bool | None:
         """Whether the positive control's CI clears the claim's floor (None: no control or
         no floor)."""
-        floor = next((c.floor for c in self.comparisons if c.floor), None)
+        floor = self.control_floor or next((c.floor for c in self.comparisons if c.floor), None)
         if self.positive_control is None or floor is None:
             return None
-        return clears(self.positive_control[1], self.estimates[floor], self.claim.higher_is_better)
+        seed = stable_seed(self.claim.claim_id, "positive control", floor)
+        return clears(
+            self.positive_control[1], self.estimates[floor], self.claim.higher_is_better, seed
+        )
 
     @property
     def below_floor(self) -> tuple[str, str]:
@@ -414,6 +564,8 @@ class ClaimResult:
             self.coverage,
             self.below_floor,
             unmet=[c.condition for c in self.conditions if not c.met],
+            names=[o.comparison.text(self.claim.paper_effect) for o in self.outcomes],
+            copies=self.copies,
         )
 
     @property
@@ -443,6 +595,8 @@ class ClaimResult:
             "ci_high": e.ci_high,
             "n": e.n,
             "clears_floor": self.control_clears,
+            "against": self.control_floor
+            or next((c.floor for c in self.comparisons if c.floor), None),
             "note": self.control_note,
             "detail": list(self.control_detail),
         }
@@ -493,46 +647,66 @@ def verdict(
     coverage: float | None = None,
     below_floor: tuple[str, str] = ("floor", ""),
     unmet: Sequence[str] = (),
+    names: Sequence[str] = (),
+    copies: Sequence[tuple[str, str]] = (),
 ) -> Verdict:
     """Apply :data:`VERDICT_RULE` to judged comparisons (``coverage``: our budget / the
     paper's, None if unknown; ``below_floor``: the reason and detail a claim whose methods
     all sit at their floor is inconclusive for; ``unmet``: the claim's conditions our runs do
-    not meet)."""
+    not meet; ``names``: the comparisons as text; ``copies``: (arm, the arm it equals)).
+    Symmetric: the judgements with every sign flipped give :data:`MIRROR` of the verdict."""
     if not judgements:
         raise ValueError("a claim needs at least one comparison")
     outcomes = [j.outcome for j in judgements]
+    names = list(names) or [f"comparison {i + 1}" for i in range(len(judgements))]
     short = regime == FINAL and coverage is not None and coverage < LOW_COVERAGE
-    if FAILS in outcomes:
-        if short:
-            return Verdict(INCONCLUSIVE, "budget")
-        return Verdict(INCONCLUSIVE, unmet[0]) if unmet else Verdict(NOT_REPRODUCED)
-    if HOLDS in outcomes:
-        if all(o == HOLDS for o in outcomes) and coverage_complete and not short and not unmet:
-            return Verdict(REPRODUCED)
-        why = [f"not met: {u}" for u in unmet] + (["budget"] if short else [])
-        if not coverage_complete:
-            why.append("a narrower setup than the paper's")
-        if not all(o == HOLDS for o in outcomes):
-            why.append("not every comparison holds")
-        first = (("condition", unmet), ("budget", short), ("coverage", not coverage_complete))
-        kind = next((k for k, cause in first if cause), "comparisons")  # the first of ``why``
-        return Verdict(PARTIALLY, kind, "; ".join(why))
-    if all(j.reason == "floor" for j in judgements):
+    narrow = [("condition", f"not met: {u}") for u in unmet]
+    if short:
+        narrow.append(("budget", f"{share(coverage)} of the paper's budget"))
+    if not coverage_complete:
+        narrow.append(("coverage", "a narrower setup than the paper's"))
+    held = [n for n, o in zip(names, outcomes, strict=True) if o == HOLDS]
+    failed = [n for n, o in zip(names, outcomes, strict=True) if o == FAILS]
+    if held and failed:
+        detail = f"{len(held)} of {len(outcomes)} comparisons hold, {len(failed)} fail"
+        return Verdict(MIXED, "comparisons", "; ".join([detail, *(d for _, d in narrow)]))
+    if held or failed:
+        whole = len(held or failed) == len(outcomes)
+        if whole and not narrow:
+            return Verdict(REPRODUCED if held else NOT_REPRODUCED)
+        why = [d for _, d in narrow] + ([] if whole else ["not every comparison decides"])
+        kind = narrow[0][0] if narrow else "comparisons"
+        return Verdict(PARTIALLY if held else CONTRADICTED, kind, "; ".join(why))
+    reasons = [j.reason for j in judgements]
+    if all(r == "floor" for r in reasons):
         return Verdict(INCONCLUSIVE, *below_floor)
+    if all(r in ("floor", CEILING) for r in reasons):
+        n = reasons.count(CEILING)
+        return Verdict(INCONCLUSIVE, CEILING, f"{n} of {len(reasons)} at the task's maximum")
     if short:
         return Verdict(INCONCLUSIVE, "budget")
+    if copies:
+        same = "; ".join(f"{a} equals {b} on every seed and item" for a, b in copies)
+        return Verdict(INCONCLUSIVE, IDENTICAL, f"{same}: more seeds are more copies")
+    if DESIGN in reasons:
+        need = max(j.seeds_needed or 0 for j in judgements if j.reason == DESIGN)
+        return Verdict(
+            INCONCLUSIVE, DESIGN, f"no outcome can decide at these seeds; ~{need} per arm could"
+        )
     needed = [j.seeds_needed for j in judgements if j.reason == "power"]
-    floored = sum(j.reason == "floor" for j in judgements)
-    # seeds decide only what is not at the floor: say so where some comparisons are
-    sit = "sits" if floored == 1 else "sit"
-    at_floor = f"{floored} of {len(judgements)} comparisons {sit} at the floor" if floored else ""
+    edges = sum(r in ("floor", CEILING) for r in reasons)
+    # seeds decide only what is not at the floor or the ceiling: say so where some are
+    sit = "sits" if edges == 1 else "sit"
+    kinds = {r for r in reasons if r in ("floor", CEILING)}
+    where = " or ".join(f"the {k}" for k in sorted(kinds))  # "the ceiling or the floor"
+    at_edge = f"{edges} of {len(reasons)} comparisons {sit} at {where}" if edges else ""
 
     def power(detail: str = "") -> Verdict:
-        return Verdict(INCONCLUSIVE, "power", "; ".join(t for t in (detail, at_floor) if t))
+        return Verdict(INCONCLUSIVE, "power", "; ".join(t for t in (detail, at_edge) if t))
 
-    if not needed and any(j.reason == MULTIPLICITY for j in judgements):
+    if not needed and MULTIPLICITY in reasons:
         return Verdict(INCONCLUSIVE, MULTIPLICITY, "no decision survives Holm's correction")
-    if not needed and any(j.reason == NO_SPREAD for j in judgements):
+    if not needed and (NO_SPREAD in reasons or IDENTICAL in reasons):
         return Verdict(INCONCLUSIVE, NO_SPREAD, "the compared runs do not vary")
     if any(n == 0 for n in needed):
         return power()

@@ -40,6 +40,7 @@ def floor_arm(
     statistic: str = "iqm",
     items: Callable | None = None,
     clusters: Callable | None = None,
+    shared: str = "",
 ) -> dict[str, Arm]:
     """``{name: arm}`` of ``floor`` on ``env`` (``value``: a column, or a function of a row),
     or ``{}`` when the store holds no such floor run. ``items`` (and ``clusters``): functions
@@ -57,6 +58,7 @@ def floor_arm(
         statistic,
         items,
         clusters,
+        shared,
     )
 
 
@@ -72,6 +74,7 @@ def labelled_arm(
     statistic: str = "iqm",
     items: Callable | None = None,
     clusters: Callable | None = None,
+    shared: str = "",
 ) -> dict[str, Arm]:
     """``{arm_name: arm}`` of the runs in ``table`` whose ``column`` is ``label`` on ``env``
     (a floor, a positive control), or ``{}`` when there are none; ``value``, ``items`` and
@@ -87,7 +90,16 @@ def labelled_arm(
     if len(vals) == 1 and per_item is None:
         raise ValueError(f"{claim_id} · {arm_name}: one run needs its items for an interval")
     return {
-        arm_name: arm(vals, claim_id, arm_name, reps, statistic, items=per_item, clusters=groups)
+        arm_name: arm(
+            vals,
+            claim_id,
+            arm_name,
+            reps,
+            statistic,
+            items=per_item,
+            clusters=groups,
+            shared=shared,
+        )
     }
 
 
