@@ -61,7 +61,7 @@ from memrl import families, plots
 from memrl.envs.registry import short_env
 from memrl.families.episodic_control import claims as ec_claims
 from memrl.families.episodic_control import tables
-from memrl.results import budget_table, claims_table, save_claims, save_figure, save_table
+from memrl.results import budget_table, claims_text, save_claims, save_figure, save_table
 from memrl.results import output_dir as resolve_output
 from memrl.stats.floors import env_floor, split, with_floor
 from memrl.stats.points import iqm_curves
@@ -171,4 +171,4 @@ print(budget_table(rows).to_string())
 
 # %%
 # NBVAL_CHECK_OUTPUT
-print(claims_table(rows).to_string())
+print(claims_text(rows))

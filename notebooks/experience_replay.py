@@ -54,7 +54,7 @@ from memrl.families.experience_replay import claims as er_claims
 from memrl.families.experience_replay import tables
 from memrl.results import (
     budget_table,
-    claims_table,
+    claims_text,
     save_claims,
     save_figure,
     save_table,
@@ -251,4 +251,4 @@ print(budget_table(rows).to_string())
 
 # %%
 # NBVAL_CHECK_OUTPUT
-print(claims_table(rows).to_string())
+print(claims_text(rows))

@@ -75,7 +75,7 @@ from memrl.envs.dialogue import load_dialogues
 from memrl.envs.shop import ShopEnv, expert_successes, load_shop
 from memrl.families.llm_memory_rl import claims as llm_claims
 from memrl.families.llm_memory_rl import tables
-from memrl.results import budget_table, claims_table, save_claims, save_figure, save_table
+from memrl.results import budget_table, claims_text, save_claims, save_figure, save_table
 from memrl.results import output_dir as resolve_output
 from memrl.runtime import repo_root
 from memrl.stats.floors import env_floor, split
@@ -308,4 +308,4 @@ print(budget_table(rows).to_string())
 
 # %%
 # NBVAL_CHECK_OUTPUT
-print(claims_table(rows).to_string())
+print(claims_text(rows))

@@ -72,7 +72,7 @@ from memrl.envs.registry import short_env
 from memrl.families.recurrent_off_policy import card as ro_card
 from memrl.families.recurrent_off_policy import claims as ro_claims
 from memrl.families.recurrent_off_policy import tables
-from memrl.results import budget_table, claims_table, save_claims, save_figure, save_table
+from memrl.results import budget_table, claims_text, save_claims, save_figure, save_table
 from memrl.results import output_dir as resolve_output
 from memrl.runtime import atomic_write_json
 from memrl.stats.floors import env_floor, split, with_floor
@@ -243,9 +243,9 @@ print(budget_table(rows).to_string())
 
 # %%
 # NBVAL_CHECK_OUTPUT
-print(claims_table(checked).to_string())
+print(claims_text(checked))
 
 # %%
 timed = [r for r in rows if r.claim.machine_dependent]
-print(claims_table(timed).to_string())
+print(claims_text(timed))
 print("\n".join(r.coverage_note for r in timed))

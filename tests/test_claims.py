@@ -523,3 +523,15 @@ def test_the_streaming_claims_follow_the_runs():
     # the mirror: the same short budget narrows a fail as it narrows a hold
     got = {k: (r.decision.category, r.decision.reason) for k, r in rows.items()}
     assert got["ER-7"] == got["ER-8"] == (CONTRADICTED, "budget")
+
+
+def test_the_claims_cell_reads_at_a_hundred_columns():
+    """The notebook's claims cell: one block per claim, no line wider than 100 characters
+    (a table with every comparison in one cell printed 660-character lines)."""
+    from memrl.results import claims_text
+
+    cfg = cfg_of("episodic_control")
+    rows = ec.claims(cfg, ec_runs(cfg, True))
+    text = claims_text(rows)
+    assert max(len(line) for line in text.splitlines()) <= 100
+    assert all(f"{r.claim.claim_id}: {r.verdict}"[:60] in text for r in rows)

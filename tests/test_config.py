@@ -147,3 +147,11 @@ def test_a_wrong_value_reads_as_one_line_with_its_fix():
     assert text.splitlines()[1:] == [
         "  runtime.workers: Input should be a valid integer, or 'auto' (got 'lots')"
     ]
+
+
+def test_a_yaml_error_names_the_line_that_opened_it(tmp_path):
+    """A bracket left open on line 4 is noticed on line 5: the message names both."""
+    path = tmp_path / "params.yaml"
+    path.write_text("runtime:\n  a: 1\nx:\n  seeds: [1, 2\n  other: 3\n")
+    with pytest.raises(ConfigError, match=r"params.yaml:5:.*opened at line 4\); fix line 4 or 5"):
+        read_params(path, ("x",))

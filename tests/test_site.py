@@ -18,8 +18,8 @@ from memrl import report
 from memrl.families import FAMILIES
 from memrl.families.recurrent_off_policy.card import card as memory_card
 from memrl.site import build, check
+from memrl.stats.bootstrap import arm
 from memrl.stats.claims import Claim, ClaimResult, Comparison
-from memrl.stats.compare import arm
 
 matplotlib.use("Agg")
 FAMILY = "experience_replay"

@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from memrl.stats.aggregate import Estimate, iqm, iqm_ci
+from memrl.stats.bootstrap import arm, difference
 from memrl.stats.claims import (
     CONTRADICTED,
     MIXED,
@@ -15,7 +16,7 @@ from memrl.stats.claims import (
     ClaimResult,
     Comparison,
 )
-from memrl.stats.compare import arm, difference, judge
+from memrl.stats.compare import judge
 
 
 def test_iqm_ci_is_seeded_and_brackets_the_iqm():
@@ -31,7 +32,7 @@ def test_iqm_ci_is_seeded_and_brackets_the_iqm():
 
 
 def _arms(**values) -> dict:
-    from memrl.stats.compare import arm
+    from memrl.stats.bootstrap import arm
 
     return {k: arm(v, "T", k) for k, v in values.items()}
 
@@ -382,7 +383,7 @@ def test_effect_matches_rliables_bootstrap_and_is_signed_the_papers_way():
     from memrl.stats.trend import effect
 
     a, b = np.array([5, 6, 7, 8, 9, 3.0]), np.array([1, 2, 3, 4, 5.0])
-    from memrl.stats.compare import difference
+    from memrl.stats.bootstrap import difference
 
     ours = difference(a, b, True, seed=0, reps=20_000, expand=False)
     with warnings.catch_warnings():
@@ -491,7 +492,7 @@ def test_iqm_points_rejects_missing_columns_and_non_finite_values():
 def test_a_mean_arm_counts_the_failed_seed_the_iqm_trims():
     """RO-2's reliability: the share of seeds that succeed is a mean over seeds; the IQM of
     the same 0/1 values trims the failed seed away."""
-    from memrl.stats.compare import arm, difference
+    from memrl.stats.bootstrap import arm, difference
 
     hits = [0.0, 1.0, 1.0, 1.0, 1.0]
     assert arm(hits, "X", "a").iqm == 1.0
@@ -519,7 +520,7 @@ def test_a_difference_with_no_spread_decides_nothing():
 
 
 def test_p_is_the_level_at_which_the_interval_just_reaches_the_threshold():
-    from memrl.stats.compare import _alpha, _tail
+    from memrl.stats.bootstrap import _alpha, _tail
 
     for n in (3, 5, 10, 30):  # (at n = 2 the expanded tail of 99% underflows to 0)
         for level in (0.8, 0.95, 0.99):
@@ -557,7 +558,8 @@ def test_holm_keeps_the_decisions_that_survive_its_step_down():
 
 
 def test_a_matches_outcome_is_shown_at_half_and_twice_its_margin():
-    from memrl.stats.compare import Margin, arm
+    from memrl.stats.bootstrap import arm
+    from memrl.stats.compare import Margin
 
     est = {
         "a": arm([1.0, 1.002, 0.998, 1.001, 0.999], "X-9", "a"),

@@ -16,8 +16,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from memrl.stats import compare
+from memrl.stats import bootstrap, design
 from memrl.stats.aggregate import reference
+from memrl.stats.bootstrap import arm
 from memrl.stats.claims import (
     CONTRADICTED,
     INCONCLUSIVE,
@@ -33,7 +34,7 @@ from memrl.stats.claims import (
     Comparison,
     Margin,
 )
-from memrl.stats.compare import BEATS, HOLDS, MATCHES, arm, judge
+from memrl.stats.compare import BEATS, HOLDS, MATCHES, judge
 
 DELTA = 0.5  # the matches margin, in seed-sd
 
@@ -267,7 +268,7 @@ def test_the_bounds_need_the_small_sample_expansion(monkeypatch) -> None:
     """Without the expanded percentile (plain α/2 tails, what rliable computes), a claim of
     one comparison with no true effect is "reproduced" at 5 seeds in ~2.7% of experiments:
     the whole-path bound above (1.5%) fails, so it tests the expansion."""
-    monkeypatch.setattr(compare, "_tail", lambda n, level=compare.LEVEL: (1 - level) / 2)
+    monkeypatch.setattr(bootstrap, "_tail", lambda n, level=bootstrap.LEVEL: (1 - level) / 2)
     rate = verdict_rates(5, (0.0,), experiments=1000)[REPRODUCED]
     assert rate > WHOLE["no effect, 1 comparison: reproduced"][3], f"plain: {rate:.1%}"
 
@@ -278,10 +279,10 @@ def test_three_seeds_cannot_decide() -> None:
     decides nothing there (the bootstrap's own interval would, in ~6%)."""
     rates = verdict_rates(3, (0.0,), experiments=300)
     assert rates[REPRODUCED] == 0 and rates[NOT_REPRODUCED] == 0
-    assert compare.design_p([1.0, 2, 3], [4.0, 5, 6]) == pytest.approx(1 / 20)
-    assert compare.design_p([1.0, 2, 3, 4, 5], 0.0) == pytest.approx(1 / 32)
-    assert compare.seeds_for_design([1.0, 2, 3], [4.0, 5, 6]) == 4
-    assert compare.seeds_for_design([1.0, 2, 3], 0.0) == 6
+    assert design.design_p([1.0, 2, 3], [4.0, 5, 6]) == pytest.approx(1 / 20)
+    assert design.design_p([1.0, 2, 3, 4, 5], 0.0) == pytest.approx(1 / 32)
+    assert design.seeds_for_design([1.0, 2, 3], [4.0, 5, 6]) == 4
+    assert design.seeds_for_design([1.0, 2, 3], 0.0) == 6
 
 
 def test_an_arm_at_the_floor_decides_nothing() -> None:

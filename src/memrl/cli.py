@@ -260,8 +260,15 @@ def _data(a: argparse.Namespace) -> int:
         print("built " + ", ".join(map(str, data.build())))
     else:
         ok = data.verify()
-        print("data/ matches data.dvc" if ok else "data/ is missing or differs from data.dvc")
-        return 0 if ok else 1
+        if ok:
+            print("data/ matches data.dvc")
+            return 0
+        print(
+            "memrl: data/ is missing or differs from data.dvc: `make data` (python -m memrl "
+            "data ensure) pulls it, else rebuilds it",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

@@ -66,7 +66,15 @@ def read_params(
             mark = getattr(err, "problem_mark", None)
             where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
             what = getattr(err, "problem", None) or str(err).splitlines()[0]
-            raise ConfigError(f"{where}: not valid YAML ({what}); fix that line") from None
+            # YAML notices an unclosed bracket or quote where it next stumbles: name the line
+            # that opened what it was parsing too
+            start = getattr(err, "context_mark", None)
+            if start is not None and mark is not None and start.line != mark.line:
+                what += f", in what {err.context.removeprefix('while ')} opened at line {start.line + 1}"
+                fix = f"fix line {start.line + 1} or {mark.line + 1}"
+            else:
+                fix = "fix that line"
+            raise ConfigError(f"{where}: not valid YAML ({what}); {fix}") from None
     if not isinstance(raw, dict):
         raise ConfigError(f"{path} must hold a mapping at the top level")
     if "profile" in raw:

@@ -114,9 +114,11 @@ def execute(
         )
     report = Executed(total=len(specs), skipped=len(specs) - len(todo))
     if todo:
-        from tqdm.auto import tqdm
+        # a text bar, also in a notebook: a saved notebook keeps its last state (a widget
+        # would keep the "0/N" it was first drawn with)
+        from tqdm.std import tqdm
 
-        bar = tqdm(total=len(todo), desc=desc, disable=not progress_enabled())
+        bar = tqdm(total=len(todo), desc=desc, disable=not progress_enabled(), file=sys.stderr)
 
         def done(spec: JobSpec, outcome: tuple[dict, float] | str) -> None:
             if isinstance(outcome, str):

@@ -80,10 +80,11 @@ def run_stage(family: str, profile: str = "default", executor: str | None = None
     fam = families.get(family)
     cfg = load_family(family, profile)
     store = fam.store(profile, fam.runs_dir(profile))
-    priced = estimate_family(family, profile, fam.grid(cfg), load_runtime().processes)
+    specs = fam.grid(cfg)  # built once: priced, then run
+    priced = estimate_family(family, profile, specs, load_runtime().processes)
     if priced.todo:  # with nothing to run, the executor's own count says so
         print(priced.summary(), flush=True)
-    done = fam.run(cfg, profile, store, executor)
+    done = fam.run(cfg, profile, store, executor, specs)
     write_timings(repo_root() / fam.timings_path(profile), store.records())
     return done
 

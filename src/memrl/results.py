@@ -6,6 +6,7 @@ import atexit
 import os
 import shutil
 import tempfile
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -103,36 +104,32 @@ def save_metrics(folder: Path, rows: Sequence[dict]) -> None:
         atomic_write_json(folder / f"{r['claim_id']}.json", metrics)
 
 
-def claims_table(rows: Sequence[ClaimResult], digits: int = 3) -> pd.DataFrame:
-    """The claims as a compact, deterministic table (for the notebook's claims cell): our
-    headline value, each comparison's difference with its CI and outcome, the floor, the
-    seeds and the verdict."""
+def claims_text(rows: Sequence[ClaimResult], digits: int = 3, width: int = 100) -> str:
+    """The claims as plain text for the notebook's claims cell, one block per claim that
+    reads at ``width`` columns: the verdict, our headline value with its CI, the floor, the
+    seeds and the coverage, then each comparison (difference, CI, outcome) on its own lines."""
 
     def g(x: float) -> str:
         return f"{x:.{digits}g}"
 
-    def floor(r: ClaimResult) -> str:
-        name = next((c.floor for c in r.comparisons if c.floor), None)
-        return f"{name}: {g(r.estimates[name].iqm)}" if name else f"none ({r.floor_reason})"
+    def wrap(text: str, first: str, rest: str) -> list[str]:
+        return textwrap.wrap(text, width, initial_indent=first, subsequent_indent=rest)
 
-    return pd.DataFrame(
-        [
-            {
-                "claim": r.claim.claim_id,
-                "ours": r.ours,
-                "IQM [95% CI]": f"{g(e.iqm)} [{g(e.ci_low)}, {g(e.ci_high)}]",
-                "comparisons: A − B [95% CI]": "; ".join(
-                    comparison_text(o.as_dict(), digits) for o in r.outcomes
-                ),
-                "floor": floor(r),
-                "seeds": r.n_seeds,
-                "coverage": share(r.coverage),
-                "verdict": r.verdict,
-            }
-            for r in rows
-            for e in [r.estimates[r.ours]]
-        ]
-    ).set_index("claim")
+    out: list[str] = []
+    for r in rows:
+        e = r.estimates[r.ours]
+        name = next((c.floor for c in r.comparisons if c.floor), None)
+        floor = f"{name} {g(r.estimates[name].iqm)}" if name else f"none ({r.floor_reason})"
+        out += wrap(f"{r.claim.claim_id}: {r.verdict}", "", "    ")
+        head = (
+            f"ours: {r.ours} {g(e.iqm)} [{g(e.ci_low)}, {g(e.ci_high)}]; floor: {floor}; "
+            f"{r.n_seeds} seeds; coverage {share(r.coverage)}"
+        )
+        out += wrap(head, "  ", "    ")
+        for o in r.outcomes:
+            out += wrap(comparison_text(o.as_dict(), digits), "  - ", "    ")
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
 
 
 def budget_table(rows: Sequence[ClaimResult]) -> pd.DataFrame:

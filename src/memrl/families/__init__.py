@@ -144,12 +144,20 @@ class Family:
             name += "+" + hashlib.sha256(text.encode()).hexdigest()[:8]
         return RunStore(cache_dir() / "runs" / self.name / name)
 
-    def run(self, cfg: Any, profile: str, store: RunStore, executor: str | None = None) -> Executed:
-        """Run the family's jobs for ``cfg`` into ``store``, skipping stored ones; then prune
-        stale results and write the manifest (what :meth:`load` checks)."""
+    def run(
+        self,
+        cfg: Any,
+        profile: str,
+        store: RunStore,
+        executor: str | None = None,
+        specs: list[Any] | None = None,
+    ) -> Executed:
+        """Run the family's jobs for ``cfg`` (``specs``: its grid, when the caller built it
+        already) into ``store``, skipping stored ones; then prune stale results and write the
+        manifest (what :meth:`load` checks)."""
         rt = load_runtime()
         self.preflight(cfg)  # e.g. a missing model or data set fails here, before any job
-        specs = self.grid(cfg)
+        specs = specs if specs is not None else self.grid(cfg)
         store.root.mkdir(parents=True, exist_ok=True)
         (store.root / "manifest.json").unlink(missing_ok=True)  # written again once all are in
         done = execute(specs, store, executor, rt.processes, rt.torch_threads, desc=self.name)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from memrl.stats.compare import Arm, arm
+from memrl.stats.bootstrap import Arm, arm
 
 NO_FLOOR_RUNS = "no floor runs in this run store"
 

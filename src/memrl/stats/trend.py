@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from memrl.stats.aggregate import Estimate, stable_seed
+from memrl.stats.bootstrap import difference
 from memrl.stats.claims import Claim, Comparison
-from memrl.stats.compare import difference
 from memrl.stats.curves import CHECKPOINTS
 
 __all__ = ["CHECKPOINTS", "Trend", "TrendPoint", "effect", "trends"]

@@ -12,6 +12,7 @@ import pandas as pd
 from memrl.envs.registry import short_env
 from memrl.families.episodic_control.params import EpisodicControlParams, method_label
 from memrl.stats.aggregate import iqm
+from memrl.stats.bootstrap import Arm, arm
 from memrl.stats.claims import (
     MATCHES,
     Budget,
@@ -19,7 +20,7 @@ from memrl.stats.claims import (
     ClaimResult,
     Comparison,
 )
-from memrl.stats.compare import Arm, arm, gap_margin
+from memrl.stats.compare import gap_margin
 from memrl.stats.curves import checkpoint_windows, window_mean
 from memrl.stats.floors import NO_FLOOR_RUNS, floor_arm, floor_of
 from memrl.stats.trend import CHECKPOINTS, trends

@@ -11,6 +11,7 @@ import pandas as pd
 
 from memrl.families.experience_replay.params import ExperienceReplayParams, q_label
 from memrl.stats.aggregate import reference
+from memrl.stats.bootstrap import arm
 from memrl.stats.claims import (
     MATCHES,
     Budget,
@@ -20,7 +21,7 @@ from memrl.stats.claims import (
     Condition,
     PaperEffect,
 )
-from memrl.stats.compare import Margin, arm
+from memrl.stats.compare import Margin
 from memrl.stats.curves import checkpoint_windows
 from memrl.stats.floors import NO_FLOOR_RUNS, floor_arm
 from memrl.stats.floors import name as floor_name

@@ -1,7 +1,7 @@
 """Schema of the ``experience_replay`` section of ``params.yaml`` (Q-learning with replay, PER,
 HER, replay across experiments, and the counter-claim: streaming RL without replay).
 
-Loaded by :func:`memrl.config.load_family`, which finds it by the family's name:
+Loaded by :func:`memrl.families.load_family`, which finds it by the family's name:
 a family's schema lives in its own module so that changing it reruns only that
 family's DVC stage.
 """

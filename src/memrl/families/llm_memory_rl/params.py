@@ -1,6 +1,6 @@
 """Schema of the ``llm_memory_rl`` section of ``params.yaml`` (REMEMBERER, AgentFly, Memory-R1).
 
-Loaded by :func:`memrl.config.load_family`, which finds it by the family's name:
+Loaded by :func:`memrl.families.load_family`, which finds it by the family's name:
 a family's schema lives in its own module so that changing it reruns only that
 family's DVC stage.
 """

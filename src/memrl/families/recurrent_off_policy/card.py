@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from memrl.stats.compare import arm
+from memrl.stats.bootstrap import arm
 
 REMEMBERS = 0.9  # success IQM at which a core counts as recalling the cue
 CHANCE = 0.5  # a fixed turn succeeds on half of the mazes

@@ -1,6 +1,7 @@
-"""The recurrent off-policy family's claims: what the papers say (data), then one function
-per claim turning the stored runs into comparisons. Verdicts come from
-:func:`memrl.stats.claims.verdict`; nothing here trains.
+"""The recurrent off-policy family's claims: one function per claim turning the stored runs
+into comparisons (what the papers say is data in :mod:`.statements`; the timing claims are in
+:mod:`.timing_claims`). Verdicts come from :func:`memrl.stats.claims.verdict`; nothing here
+trains.
 
 Every function takes the family's parameters and its :class:`~.tables.Runs` and returns a
 :class:`ClaimResult`, or ``None`` when the profile does not run the claim's methods.
@@ -15,201 +16,34 @@ import numpy as np
 import pandas as pd
 
 from memrl.families.recurrent_off_policy.params import RecurrentOffPolicyParams, parse_method
+from memrl.families.recurrent_off_policy.statements import (
+    EVALS,
+    RO_1,
+    RO_2,
+    RO_3,
+    RO_4,
+    RO_5,
+    RO_7,
+    RO_8,
+    RO_10,
+    RO_11,
+    STEPS,
+)
 from memrl.families.recurrent_off_policy.tables import Runs
+from memrl.families.recurrent_off_policy.timing_claims import ro_6, ro_9
 from memrl.schema import beside_paper
 from memrl.stats.aggregate import reference
+from memrl.stats.bootstrap import arm
 from memrl.stats.claims import (
     MATCHES,
     Budget,
     Claim,
     ClaimResult,
     Comparison,
-    PaperEffect,
 )
-from memrl.stats.compare import Margin, arm, gap_margin
+from memrl.stats.compare import Margin, gap_margin
 from memrl.stats.floors import NO_FLOOR_RUNS, floor_arm, floor_of
 from memrl.stats.trend import trends
-
-FAMILY = "recurrent_off_policy"
-YANG = "Yang & Nguyen 2021, Recurrent Off-policy Baselines for Memory-based Continuous Control"
-FFM = "Morad et al. 2023, Reinforcement Learning with Fast and Forgetful Memory"
-S5 = "Lu et al. 2023, Structured State Space Models for In-Context Reinforcement Learning"
-FINAL = "mean return of {n} deterministic-policy episodes after training"
-RELIABLE = (
-    "share of seeds whose final return ({n} deterministic-policy episodes) reaches the "
-    "near-optimal threshold: a mean over seeds, so no failed seed is trimmed"
-)
-STEPS = "env steps"
-EVALS = (
-    "greedy-policy evaluations at 25/50/75% of the budget (an env of their own) and the final "
-    "evaluation"
-)
-
-RO_1 = Claim(
-    family=FAMILY,
-    claim_id="RO-1",
-    paper=YANG,
-    source="Sec. 5, Fig. 2 (Pendulum-P / -V learning curves)",
-    statement="Recurrent SAC reaches near-optimal return on Pendulum with only positions (-P) or only "
-    "velocities (-V) observed, where SAC with an MLP (no memory) fails.",
-    paper_value="qualitative: RSAC near-optimal (~-150 to -200) within 50k steps; MLP SAC fails",
-    metric=FINAL,
-    higher_is_better=True,
-    regime="final",
-    paper_budget=Budget(50_000, STEPS),
-    # the band's lower end (params.yaml's near_optimal): above it is "near-optimal"
-    paper_effect=PaperEffect(
-        "level", -200, "near-optimal (~-150 to -200)", "Sec. 5, Fig. 2 (read off the curves)"
-    ),
-)
-RO_2 = Claim(
-    family=FAMILY,
-    claim_id="RO-2",
-    paper=YANG,
-    source="Sec. 5 (discussion of Fig. 2)",
-    statement="Recurrent SAC is more reliable than recurrent TD3 on the POMDP tasks.",
-    paper_value="qualitative",
-    metric=RELIABLE,
-    higher_is_better=True,
-    regime="final",
-    paper_budget=Budget(50_000, STEPS),
-)
-RO_3 = Claim(
-    family=FAMILY,
-    claim_id="RO-3",
-    paper="Ni et al. 2022, Recurrent Model-Free RL Can Be a Strong Baseline for Many POMDPs",
-    source="Sec. 5.1, Fig. 3 (shared vs separate encoders); pomdp-baselines notebook",
-    statement="Separate actor and critic memory encoders beat one shared encoder.",
-    paper_value="qualitative; their TD3-LSTM notebook reaches -183 on Pendulum-V after 31k steps",
-    metric=FINAL,
-    higher_is_better=True,
-    regime="final",
-    paper_budget=Budget(50_000, STEPS),  # Pendulum-V: 50k
-)
-RO_4 = Claim(
-    family=FAMILY,
-    claim_id="RO-4",
-    paper="sb3-contrib RecurrentPPO, rl-baselines3-zoo benchmark",
-    source="rl-zoo benchmark.md (CartPoleNoVel-v1, PendulumNoVel-v1)",
-    statement="RecurrentPPO (LSTM) solves CartPole with velocities hidden (return 500).",
-    paper_value="CartPoleNoVel-v1: 500 +- 0 at 100k steps; PendulumNoVel-v1: -218 +- 140 at 100k",
-    metric=FINAL,
-    higher_is_better=True,
-    regime="final",
-    paper_budget=Budget(100_000, STEPS),
-    paper_effect=PaperEffect(
-        "level",
-        475,
-        "solves (500 +- 0): tested against CartPole-v1's solved threshold, 475",
-        "rl-zoo benchmark.md; gymnasium CartPole-v1 reward_threshold",
-    ),
-)
-RO_5 = Claim(
-    family=FAMILY,
-    claim_id="RO-5",
-    paper=FFM,
-    source="Sec. 5, Fig. 3 (POPGym mean return, FFM vs GRU)",
-    statement="FFM's return matches or beats a GRU's on POPGym tasks.",
-    paper_value="FFM best of the memory models on POPGym aggregate; >= GRU on most tasks",
-    metric=FINAL + " (POPGym rewards are normalised to [-1, 1] per episode)",
-    higher_is_better=True,
-    regime="final",
-    paper_budget=Budget(15_000_000, STEPS),  # samples per task (Sec. 5)
-)
-RO_6 = Claim(
-    family=FAMILY,
-    claim_id="RO-6",
-    paper=FFM,
-    source="Sec. 5 (wall-clock efficiency)",
-    statement="FFM trains about two orders of magnitude faster than a GRU.",
-    paper_value="~100x faster training than their GRU (a per-step GRUCell loop)",
-    metric="ms per training step (forward + backward over the batch of sequences)",
-    higher_is_better=False,
-    regime="final",
-    paper_budget=Budget(8 * 1024, "sequence steps per timed batch"),
-    machine_dependent=True,
-    # "about two orders of magnitude": at least half-way there on a log scale
-    paper_effect=PaperEffect(
-        "ratio",
-        10**1.5,
-        "about two orders of magnitude faster (tested as >= 10^1.5 = 32x: nearer two orders "
-        "than one on a log scale)",
-        "Sec. 5 (wall-clock efficiency)",
-    ),
-)
-RO_7 = Claim(
-    family=FAMILY,
-    claim_id="RO-7",
-    paper="Cherepanov et al. 2024, Unraveling the Complexity of Memory in RL Agents",
-    source="Sec. 5 (Passive T-Maze, context length K vs correlation horizon xi)",
-    statement="With correlation horizon xi, an agent whose context K < xi fails while one with K >= xi "
-    "(or a recurrent memory) succeeds: short- vs long-term memory.",
-    paper_value="qualitative (success ~1 for K >= xi, ~0.5 (chance) for K < xi)",
-    metric="success rate of {n} deterministic-policy episodes after training",
-    higher_is_better=True,
-    regime="final",
-    paper_budget=None,  # "far longer training"; the number was not retrieved
-)
-
-RO_8 = Claim(
-    family=FAMILY,
-    claim_id="RO-8",
-    paper=S5,
-    source="Abstract and POPGym results (reference code: popjaxrl)",
-    statement="S5 with in-scan resets outperforms an RNN (GRU) on POPGym tasks.",
-    paper_value="qualitative: S5 above the GRU on most of their POPGym subset",
-    metric=FINAL + " (POPGym rewards are normalised to [-1, 1] per episode)",
-    higher_is_better=True,
-    regime="final",
-    paper_budget=Budget(15_000_000, STEPS),  # popjaxrl run_popgym: 15M per task
-)
-RO_9 = Claim(
-    family=FAMILY,
-    claim_id="RO-9",
-    paper=S5,
-    source="Abstract (runtime against the GRU)",
-    statement="S5 runs over five times faster than an RNN (GRU).",
-    paper_value="> 5x faster than their GRU (a scanned GRU cell), whole PPO training in JAX "
-    "on accelerators",
-    metric="ms per training step (forward + backward over the batch of sequences)",
-    higher_is_better=False,
-    regime="final",
-    paper_budget=Budget(8 * 1024, "sequence steps per timed batch"),
-    machine_dependent=True,
-    paper_effect=PaperEffect("ratio", 5, "over five times faster", "Abstract"),
-)
-
-RO_10 = Claim(
-    family=FAMILY,
-    claim_id="RO-10",
-    paper="Cherepanov et al. 2023, Recurrent Action Transformer with Memory (RATE)",
-    source="T-Maze experiments; reference run_experiments/TMaze.sh (CognitiveAISystems/RATE)",
-    statement="On the T-Maze, RATE keeps succeeding at corridors longer than its attention "
-    "window, where a decision transformer with the same window falls to chance.",
-    paper_value="RATE ~1.0 success far beyond its 50-step segments (trained on up to 3 "
-    "segments); DT with context 50 at chance beyond it",
-    metric="success rate of {n} greedy episodes after behaviour cloning of oracle runs",
-    higher_is_better=True,
-    regime="final",
-    paper_budget=Budget(200, "epochs"),  # TMaze.sh: --training.epochs=200
-)
-
-RO_11 = Claim(
-    family=FAMILY,
-    claim_id="RO-11",
-    paper="Irie, Gopalakrishnan & Schmidhuber 2023, Exploring the Promise and Limits of "
-    "Real-Time Recurrent Learning; Cherepanov et al. 2024 (the memory card's K)",
-    source="the card's thesis: a recurrent core's context is what its training lets "
-    "gradients reach (truncation K); RTRL has no truncation",
-    statement="Recurrent cores trained with backpropagation truncated at K steps do not learn "
-    "to carry the T-Maze cue further than K steps, while an element-wise LSTM of the same "
-    "size trained by exact RTRL learns it.",
-    paper_value="qualitative: truncated cores at chance beyond K, RTRL above chance",
-    metric="success rate of {n} greedy episodes after behaviour cloning of oracle runs",
-    higher_is_better=True,
-    regime="final",
-    paper_budget=None,
-)
 
 
 # =========================================================================== helpers
@@ -564,55 +398,6 @@ def ro_5(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
     )
 
 
-def ro_6(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult | None:
-    if runs.timing is None or not len(runs.timing):
-        return None
-    return _speed(
-        cfg,
-        runs,
-        RO_6,
-        [("FFM", "GRUCell loop"), ("FFM", "nn.GRU")],
-    )
-
-
-def _speed(
-    cfg: RecurrentOffPolicyParams,
-    runs: Runs,
-    claim: Claim,
-    pairs: list[tuple[str, str]],
-    *,
-    deviations: tuple[str, ...] = (),
-) -> ClaimResult:
-    """A timing claim: in each (faster, slower) pair of cores the first is faster by the
-    paper's stated ratio (``claim.paper_effect``): its time below the slower one's divided by
-    that ratio, the bare "faster" reported beside it."""
-    names = list(dict.fromkeys(n for pair in pairs for n in pair))
-    t = runs.timing[runs.timing.core.isin(names)]
-    est = {
-        c: arm(g.ms, claim.claim_id, c, cfg.bootstrap_reps)
-        for c, g in t.groupby("core", sort=False)
-    }
-    ratios = {f"{s} / {f}": round(est[s].iqm / est[f].iqm, 2) for f, s in pairs}
-    b = cfg.benchmark
-    return ClaimResult(
-        claim=claim,
-        estimates=est,
-        ours=pairs[0][0],
-        comparisons=[Comparison(f, s, effect=True) for f, s in pairs],
-        budget=f"batch {b['batch']} x {b['steps']} steps x {b['inputs']} inputs, hidden "
-        f"{b['hidden']}; {b['repeats'] + 2} timings each, 1 CPU thread (RO-9's pairs: "
-        "1 and 2)",
-        deviations=["wall-clock on this machine: machine-dependent", *deviations],
-        used=Budget(b["batch"] * b["steps"], "sequence steps per timed batch"),
-        trend_note="none: a timing benchmark has no training budget",
-        floor_reason="a timing benchmark: no policy, so no floor",
-        coverage_note="speed-up (IQM time ratio): "
-        + ", ".join(f"{k} {v}x" for k, v in ratios.items())
-        + f" (the paper: {claim.paper_effect.text})",
-        extra={"speed-up": ratios},
-    )
-
-
 def ro_7(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult | None:
     tm = runs.tmaze
     if not len(tm):
@@ -680,35 +465,6 @@ def ro_8(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
         ],
         coverage_complete=False,
         coverage_note="{n} POPGym task(s) at Easy (paper: their POPGym subset, 3 levels)",
-    )
-
-
-def ro_9(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult | None:
-    fair = [
-        (f"S5 · {d} · {t}", f"GRUCell loop · {d} · {t}")
-        for d in ("1 layer, resets", "4 layers, resets")
-        for t in ("1 thread", "2 threads")
-    ]
-    if runs.timing is None or not {n for pair in fair for n in pair} <= set(runs.timing.core):
-        return None
-    own = (
-        [("S5 · 1 layer, resets · 1 thread", "nn.GRU")] if "nn.GRU" in set(runs.timing.core) else []
-    )
-    return _speed(
-        cfg,
-        runs,
-        RO_9,
-        fair + own,
-        deviations=(
-            "one training step (forward and backward) of the memory core alone (popjaxrl: "
-            "whole PPO training), PyTorch on 1 and 2 CPU threads (JAX on accelerators, where "
-            "S5's parallel associative scan is parallel work; on 1-2 CPU threads it is "
-            "sequential: not a condition of the paper's statement, so judged as stated)",
-            "fair pairs: S5 against a per-step GRU cell loop at equal depth (1 layer, and 4 as "
-            "popjaxrl stacks S5), both resetting their state at the same episode starts; and "
-            "against the project's own GRU core's kernel (torch's fused nn.GRU, 1 layer, 1 "
-            "thread, no resets inside the sequence)",
-        ),
     )
 
 

@@ -1,6 +1,6 @@
 """Schema of the ``recurrent_off_policy`` section of ``params.yaml`` (recurrent SAC/TD3, RecurrentPPO, FFM, T-Maze).
 
-Loaded by :func:`memrl.config.load_family`, which finds it by the family's name:
+Loaded by :func:`memrl.families.load_family`, which finds it by the family's name:
 a family's schema lives in its own module so that changing it reruns only that
 family's DVC stage.
 """
