@@ -485,7 +485,6 @@ class ClaimResult:
             self.coverage,
             self.below_floor,
             unmet=[c.condition for c in self.conditions if not c.met],
-            names=[o.comparison.text(self.claim.paper_effect) for o in self.outcomes],
             copies=self.copies,
         )
 

@@ -155,15 +155,14 @@ def clears(side, edge, higher_is_better: bool, seed: int = 0) -> bool:
     where they share items), not two intervals that fail to overlap. A ceiling is the
     mirror: an arm is below its ceiling when ``clears(ceiling, arm, ...)``. Two constants
     compare as numbers."""
+    sign = 1.0 if higher_is_better else -1.0
+    beyond = sign * (_sample(side)[1] - _sample(edge)[1]) > 0  # as numbers
     if _sample(side)[0] is None and _sample(edge)[0] is None:
-        sign = 1.0 if higher_is_better else -1.0
-        return sign * (_sample(side)[1] - _sample(edge)[1]) > 0
+        return beyond
     try:
-        d = difference(side, edge, higher_is_better, seed)
+        return difference(side, edge, higher_is_better, seed).ci_low > 0
     except ValueError:  # a one-run arm without varying items: compare its value
-        sign = 1.0 if higher_is_better else -1.0
-        return sign * (_sample(side)[1] - _sample(edge)[1]) > 0
-    return d.ci_low > 0
+        return beyond
 
 
 def judge(

@@ -131,31 +131,28 @@ def verdict(
     coverage: float | None = None,
     below_floor: tuple[str, str] = ("floor", ""),
     unmet: Sequence[str] = (),
-    names: Sequence[str] = (),
     copies: Sequence[tuple[str, str]] = (),
 ) -> Verdict:
     """Apply :data:`VERDICT_RULE` to judged comparisons (``coverage``: our budget / the
     paper's, None if unknown; ``below_floor``: the reason and detail a claim whose methods
     all sit at their floor is inconclusive for; ``unmet``: the claim's conditions our runs do
-    not meet; ``names``: the comparisons as text; ``copies``: (arm, the arm it equals)).
+    not meet; ``copies``: (arm, the arm it equals)).
     Symmetric: the judgements with every sign flipped give :data:`MIRROR` of the verdict."""
     if not judgements:
         raise ValueError("a claim needs at least one comparison")
     outcomes = [j.outcome for j in judgements]
-    names = list(names) or [f"comparison {i + 1}" for i in range(len(judgements))]
     short = regime == FINAL and coverage is not None and coverage < LOW_COVERAGE
     narrow = [("condition", f"not met: {u}") for u in unmet]
     if short:
         narrow.append(("budget", f"{share(coverage)} of the paper's budget"))
     if not coverage_complete:
         narrow.append(("coverage", "a narrower setup than the paper's"))
-    held = [n for n, o in zip(names, outcomes, strict=True) if o == HOLDS]
-    failed = [n for n, o in zip(names, outcomes, strict=True) if o == FAILS]
+    held, failed = outcomes.count(HOLDS), outcomes.count(FAILS)
     if held and failed:
-        detail = f"{len(held)} of {len(outcomes)} comparisons hold, {len(failed)} fail"
+        detail = f"{held} of {len(outcomes)} comparisons hold, {failed} fail"
         return Verdict(MIXED, "comparisons", "; ".join([detail, *(d for _, d in narrow)]))
     if held or failed:
-        whole = len(held or failed) == len(outcomes)
+        whole = (held or failed) == len(outcomes)
         if whole and not narrow:
             return Verdict(REPRODUCED if held else NOT_REPRODUCED)
         why = [d for _, d in narrow] + ([] if whole else ["not every comparison decides"])
