@@ -220,8 +220,9 @@ save_figure(fig, out / "figures" / "agentfly_iterations.png")
 # ## Memory-R1: answer quality by manager
 #
 # Left: the answer agent's F1 on the test questions per question category, for the bank each
-# manager built (GRPO: mean over seeds). Right: the GRPO manager's exact match on its
-# training probes in each epoch (each line a seed).
+# manager built (GRPO: mean over seeds). Right: GRPO's reward in each epoch, the exact match
+# on the training dialogues' questions from the banks its sampled operations built (each
+# line a seed).
 
 # %%
 cats = pd.DataFrame(
@@ -236,8 +237,8 @@ axes[0].set(ylabel="F1 (test questions)", ylim=(0, 1))
 axes[0].grid(alpha=0.3, axis="y")
 axes[0].legend(fontsize=8)
 for _, r in mr1[mr1.condition == "grpo"].iterrows():
-    axes[1].plot(range(1, len(r.probe_em) + 1), r.probe_em, marker="o", label=f"seed {r.run}")
-axes[1].set(xlabel="GRPO epoch", ylabel="exact match on training probes")
+    axes[1].plot(range(1, len(r.reward_em) + 1), r.reward_em, marker="o", label=f"seed {r.run}")
+axes[1].set(xlabel="GRPO epoch", ylabel="reward (EM, training dialogues)")
 axes[1].grid(alpha=0.3)
 axes[1].legend(fontsize=8)
 fig.tight_layout()

@@ -201,6 +201,45 @@ if memory_card["rows"]:
     save_figure(fig, out / "figures" / "memory_card.png")
 
 # %% [markdown]
+# ## Truncation, tested fairly (RO-11)
+#
+# The card's corridors include lengths ≤ K, where cue and turn share a segment: a truncated
+# core can learn there to keep the cue, and carry it further. RO-11 is judged on its own
+# runs, cloned the same way from corridors that are *all* longer than K: each core truncated
+# at K (at two budgets), the same core with backpropagation through the whole corridor (its
+# positive control) and RTRL, scored at every corridor (the grey band: past the training
+# corridors, extrapolation). Each point is the seeds' mean; the bar spans their lowest and
+# highest.
+
+# %%
+trunc = tables.truncation_table(runs.truncation)
+if len(trunc):
+    c = cfg.truncation
+    groups = {
+        f"truncated at K = {c.context}": trunc[trunc.arm.str.contains("truncated")],
+        "full BPTT (controls)": trunc[trunc.arm.str.contains("BPTT")],
+        "RTRL": trunc[trunc.arm == "RTRL"],
+    }
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6), sharey=True)
+    for ax, (title, part) in zip(axes, groups.items(), strict=True):
+        for arm_name, g in part.groupby("arm", sort=False):
+            ax.errorbar(
+                g.xi,
+                g["mean"],
+                yerr=[g["mean"] - g["min"], g["max"] - g["mean"]],
+                marker="o",
+                capsize=3,
+                label=arm_name,
+            )
+        ax.axhline(0.5, color="gray", ls=":", label="chance")
+        ax.axvspan(max(c.train_lengths), trunc.xi.max() * 1.1, color="0.9")
+        ax.set(xlabel="corridor ξ", ylim=(-0.05, 1.05), title=title)
+        ax.legend(fontsize=7)
+    axes[0].set_ylabel("success rate")
+    fig.tight_layout()
+    save_figure(fig, out / "figures" / "truncation.png")
+
+# %% [markdown]
 # ## Claims
 #
 # Verdicts come from the runs by one rule (`memrl.stats.claims.VERDICT_RULE`); nothing here

@@ -328,7 +328,8 @@ def llm_runs(cfg, good: bool) -> llm_tables.Runs:
                     "checkpoints": [0.5, 1.0] if trained else [1.0],
                     "checkpoint_f1": [0.3, v] if trained else [v],
                     "checkpoint_em": [0.3, v] if trained else [v],
-                    "probe_em": [0.3, v] if trained else [],
+                    "reward_em": [0.3, v] if trained else [],
+                    "train_ops": [{"ADD": 5, "UPDATE": 1}] * 2 if trained else [],
                 }
             )
     return llm_tables.load(cfg, rows)
@@ -388,12 +389,9 @@ def test_a_prompted_manager_counts_only_if_it_picks_the_operations_turns_call_fo
     r = llm.llm_7(cfg, runs._replace(mr1=runs.mr1.assign(ops_by_kind=fits)))
     assert [c.worse for c in r.comparisons] == ["Mem0-style heuristic", "prompted LLM"]
     assert not any("left out" in d for d in r.deviations)
-    assert (
-        r.extra[
-            "GRPO training curve: exact match on the training probes per epoch (mean over seeds)"
-        ][0]
-        == 0.3
-    )
+    curve = "GRPO training curve: the sampled banks' exact match on the training dialogues' "
+    assert r.extra[curve + "questions per epoch (mean over seeds)"][0] == 0.3
+    assert r.extra["GRPO's sampled operations in its last training epoch (all seeds)"]["ADD"] > 0
 
 
 def test_claims_do_not_depend_on_each_other_for_bootstrap_seeds():

@@ -8,6 +8,7 @@ import torch as th
 
 from memrl.agents import cloning, offline_policies
 from memrl.envs import tmaze_oracle
+from memrl.envs.pomdp import PassiveTMaze
 
 
 def data(K: int, episodes: int = 128):
@@ -20,7 +21,9 @@ def test_oracle_trajectories_always_succeed_and_hide_the_cue_after_step_0():
     cue = d.observations[:, 0, 0]
     assert set(cue) == {-1.0, 1.0}
     assert (d.observations[:, 1:, 0] == 0).all()  # the cue is seen once
-    assert (d.actions[:, -1] == (cue > 0)).all() and (d.actions[:, :-1] == 0).all()
+    up, down = PassiveTMaze.UP, PassiveTMaze.DOWN
+    assert (d.actions[:, -1] == np.where(cue > 0, up, down)).all()
+    assert (d.actions[:, :-1] == PassiveTMaze.RIGHT).all()  # the one move that advances
     assert (d.returns_to_go == 1).all()
     again = tmaze_oracle.oracle_trajectories(5, 40, 0)
     assert all(np.array_equal(a, b) for a, b in zip(d, again, strict=True))  # deterministic
@@ -90,7 +93,7 @@ def test_acting_step_by_step_reads_the_trajectory_as_training_does(model):
     th.manual_seed(0)
     K, T = 3, 10  # several segments, the last one partial
     policy = offline_policies.make_policy(
-        2, 2, offline_policies.OfflineParams(model=model, context=K)
+        2, 4, offline_policies.OfflineParams(model=model, context=K)
     ).eval()
     d = tmaze_oracle.oracle_trajectories(T, 4, 0)
     obs, act, rtg = (th.as_tensor(a) for a in d)

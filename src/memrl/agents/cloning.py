@@ -19,6 +19,7 @@ from memrl.agents.offline_policies import (
     TrajectoryTransformer,
     make_policy,
 )
+from memrl.envs.pomdp import PassiveTMaze
 from memrl.envs.tmaze_oracle import Trajectories
 
 
@@ -36,8 +37,8 @@ def train(
     :return: the trained policy and the mean loss of each epoch.
     """
     g = th.Generator().manual_seed(seed)
-    obs_dim, n_actions = data[0].observations.shape[-1], int(max(d.actions.max() for d in data)) + 1
-    policy = make_policy(obs_dim, max(n_actions, 2), p).to(device)
+    obs_dim = data[0].observations.shape[-1]
+    policy = make_policy(obs_dim, len(PassiveTMaze.MOVES), p).to(device)  # the maze's moves
     opt = th.optim.AdamW(policy.parameters(), lr=p.learning_rate, weight_decay=p.weight_decay)
     learn = {"rate_bptt": _whole, "rtrl": _rtrl}.get(p.model, _segments)
     tensors = [
@@ -168,8 +169,6 @@ def success_rate(policy: nn.Module, length: int, episodes: int, seed: int) -> fl
 def successes(policy: nn.Module, length: int, episodes: int, seed: int) -> np.ndarray:
     """Greedy successes (1 or 0) on ``episodes`` Passive T-Mazes of corridor ``length``, run
     side by side (every episode lasts ``length`` steps); env ``i`` seeded ``seed + i``."""
-    from memrl.envs.pomdp import PassiveTMaze
-
     policy.eval()
     envs = [PassiveTMaze(length) for _ in range(episodes)]
     first = [env.reset(seed=seed + i)[0] for i, env in enumerate(envs)]

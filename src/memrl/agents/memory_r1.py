@@ -10,16 +10,19 @@ at the memories most related to it and chooses one operation::
 
 A frozen *answer agent* answers questions from the memories retrieved for them (top-k by
 cosine similarity).  Memory-R1 trains the manager with PPO or GRPO, the reward being the
-answer agent's exact match on a question whose evidence is the turn just processed.
+answer agent's exact match on the questions, answered from the memory bank the manager's
+operations built.
 
 Here the manager's policy is a small head on frozen sentence embeddings (the issue allows it
 instead of fine-tuning the LLM): for the fact f and each related memory m_j, an MLP reads
 ``[e_f, e_m, e_f * e_m, cos(f, m)]`` and scores the operations; ADD and NOOP are read at the
-most related memory.  :func:`train_grpo` is GRPO: for each training turn, ``group`` sampled
-operations are each applied to a copy of the bank, the answer agent answers the turn's probe
-question, and the question about the memory the operation would touch first, from each copy
-(:func:`reward_questions`), and the group-normalised exact matches are the advantages of a
-clipped policy-gradient step (the conversation then continues with the greedy operation).
+most related memory.  :func:`train_grpo` is GRPO over whole dialogues: ``group`` operation
+sequences are sampled over a training dialogue's turns (:func:`rollout`), the answer agent
+answers the dialogue's questions from each sequence's bank (:func:`dialogue_reward`), and
+the group-normalised exact matches are the advantages of every operation of each sequence
+in a clipped policy-gradient step. (Until issue 56 each operation was rewarded by a probe
+of the turn just written, which never sees what clutter costs later: the manager chose ADD
+on every test turn.)
 
 The baselines: :class:`AddOnly` (plain retrieval memory), :class:`HeuristicManager` (Mem0's
 pipeline with the LLM decision replaced by similarity thresholds) and
@@ -40,7 +43,7 @@ import numpy as np
 import torch as th
 from torch import nn
 
-from memrl.envs.dialogue import Conversation, Question, Turn, exact_match, f1_score
+from memrl.envs.dialogue import Conversation, Question, exact_match, f1_score
 from memrl.llm.embeddings import cosine
 from memrl.llm.scoring import Scorer
 
@@ -286,36 +289,46 @@ class RLManager:
 
 class GRPOConfig(NamedTuple):
     epochs: int
-    group: int  # G: operations sampled per training turn
-    probes: int  # training turns with a probe question (Memory-R1: 152 train questions)
+    group: int  # G: operation sequences sampled over each training dialogue
     learning_rate: float
     clip: float  # PPO-style ratio clip of GRPO's objective
-    update_epochs: int  # GRPO's mu: passes over each batch
+    update_epochs: int  # GRPO's mu: passes over each group
     beta: float  # KL penalty to the initial policy (k3 estimator); 0 disables
 
 
-def reward_questions(
-    turn: Turn,
-    bank: MemoryBank,
-    related: Sequence[int],
-    key_of: dict[str, str],
-    latest: dict[str, Question],
-) -> list[Question]:
-    """The questions a training turn's operation is rewarded on: the turn's probe and, for
-    the most related memory about another fact (the first such one an UPDATE / DELETE could
-    touch), that fact's question as of now, so that overwriting or deleting what still holds
-    costs.
+class Rollout(NamedTuple):
+    """One sampled operation per turn of a dialogue, and the bank they built."""
 
-    Memory-R1 rewards each operation by the exact match on questions whose evidence is the
-    turn; asking only about the new fact would let a manager destroy other memories for free.
-    """
-    questions = [turn.probe]
-    for j in related:
-        k = key_of.get(bank.texts[j], "")
-        if k and k != turn.key and k in latest:
-            questions.append(latest[k])
-            break
-    return questions
+    bank: MemoryBank
+    x: th.Tensor  # (T, k, 3d+1) the policy's inputs at each turn
+    mask: th.Tensor  # (T, k)
+    actions: th.Tensor  # (T,) sampled action indices
+    logp: th.Tensor  # (T,) their log-probabilities under the sampling policy
+    ops: list[str]
+
+
+@th.no_grad()
+def rollout(policy: ManagerPolicy, conv: Conversation, embed: Embed, gen: th.Generator) -> Rollout:
+    """Feed the dialogue's facts to the manager, sampling each operation from the policy."""
+    bank, xs, masks, acts, logps, ops = MemoryBank(embed), [], [], [], [], []
+    for turn in conv.turns:
+        x, mask, rel = features(bank, turn.fact, policy.k)
+        xt, mt = th.from_numpy(x), th.from_numpy(mask)
+        dist = th.distributions.Categorical(logits=policy(xt[None], mt[None])[0])
+        i = th.multinomial(dist.probs, 1, generator=gen)[0]
+        action = index_to_action(int(i), rel, policy.k)
+        xs.append(xt), masks.append(mt), acts.append(i), logps.append(dist.log_prob(i))
+        ops.append(action.op)
+        bank = bank.apply(action, turn.fact)
+    return Rollout(bank, th.stack(xs), th.stack(masks), th.stack(acts), th.stack(logps), ops)
+
+
+def dialogue_reward(
+    answerer: AnswerAgent, bank: MemoryBank, questions: Sequence[Question]
+) -> float:
+    """Memory-R1's outcome reward: the answer agent's exact match on the dialogue's
+    questions, answered from the bank the manager's operations built."""
+    return float(np.mean([exact_match(answerer.answer(bank, q), q.answer) for q in questions]))
 
 
 def train_grpo(
@@ -328,68 +341,37 @@ def train_grpo(
     progress: Callable[[], None] | None = None,
     checkpoint: Callable[[float], None] | None = None,
 ) -> list[dict]:
-    """Train the manager with GRPO on ``convs``; returns one row per (epoch, conversation).
-    ``checkpoint(done)`` is called after each conversation's update with the share of
-    training done (e.g. to evaluate the policy along training)."""
+    """Train the manager with GRPO on ``convs``, rewarded as Memory-R1 rewards it: for each
+    training dialogue, ``G`` operation sequences are sampled over its turns, each builds a
+    bank, the answer agent answers the dialogue's questions from it, and each sequence's
+    exact match, normalised within the group, is the advantage of every operation in it
+    (a clipped policy-gradient step per dialogue). What an operation costs later (a stale
+    memory beside the new one, a deleted fact still asked about) reaches it through the
+    questions. Returns one row per (epoch, dialogue); ``checkpoint(done)`` is called after
+    each dialogue's update with the share of training done."""
     opt = th.optim.Adam(policy.parameters(), lr=cfg.learning_rate)
     ref = copy.deepcopy(policy).requires_grad_(False) if cfg.beta > 0 else None
-    turns = [(c, t) for c in range(len(convs)) for t in range(len(convs[c].turns))]
-    chosen = rng.choice(len(turns), size=min(cfg.probes, len(turns)), replace=False)
-    probed = {turns[int(i)] for i in chosen}
     gen = th.Generator().manual_seed(int(rng.integers(2**31)))
     history = []
     for epoch in range(cfg.epochs):
         for c in rng.permutation(len(convs)):
             conv = convs[int(c)]
-            bank = MemoryBank(embed)
-            key_of = {turn.fact: turn.key for turn in conv.turns}  # the data's annotation
-            latest: dict[str, Question] = {}  # key -> its question, answered as of now
-            xs, masks, acts, advs, logp_old, rewards = [], [], [], [], [], []
-            for t, turn in enumerate(conv.turns):
-                if turn.key:
-                    latest[turn.key] = turn.probe
-                x, mask, rel = features(bank, turn.fact, policy.k)
-                xt, mt = th.from_numpy(x)[None], th.from_numpy(mask)[None]
-                with th.no_grad():
-                    logits = policy(xt, mt)[0]
-                if (int(c), t) in probed:
-                    questions = reward_questions(turn, bank, rel, key_of, latest)
-                    dist = th.distributions.Categorical(logits=logits)
-                    a = th.multinomial(dist.probs, cfg.group, replacement=True, generator=gen)
-                    r = np.array(
-                        [
-                            np.mean(
-                                [
-                                    exact_match(answerer.answer(after, q), q.answer)
-                                    for q in questions
-                                ]
-                            )
-                            for after in (
-                                bank.apply(index_to_action(int(i), rel, policy.k), turn.fact)
-                                for i in a
-                            )
-                        ]
-                    )
-                    rewards.append(r.mean())
-                    if r.std() > 0:  # a group with one reward teaches nothing
-                        xs.append(xt.expand(cfg.group, -1, -1))
-                        masks.append(mt.expand(cfg.group, -1))
-                        acts.append(a)
-                        advs.append(th.as_tensor((r - r.mean()) / (r.std() + 1e-4)))
-                        logp_old.append(dist.log_prob(a))
-                    if progress is not None:
-                        progress()
-                greedy = index_to_action(int(logits.argmax()), rel, policy.k)
-                bank = bank.apply(greedy, turn.fact)
+            group = [rollout(policy, conv, embed, gen) for _ in range(cfg.group)]
+            r = np.array([dialogue_reward(answerer, g.bank, conv.questions) for g in group])
+            if progress is not None:
+                progress()
             loss_v = 0.0
-            if xs:
-                X, M, A = th.cat(xs), th.cat(masks), th.cat(acts)
-                adv, old = th.cat(advs).float(), th.cat(logp_old)
+            if r.std() > 0:  # a group with one reward teaches nothing
+                adv = (r - r.mean()) / (r.std() + 1e-4)
+                X, M = th.cat([g.x for g in group]), th.cat([g.mask for g in group])
+                A, old = th.cat([g.actions for g in group]), th.cat([g.logp for g in group])
+                adv_t = th.cat(
+                    [th.full((len(g.actions),), float(a)) for g, a in zip(group, adv, strict=True)]
+                )
                 for _ in range(cfg.update_epochs):
-                    logits = policy(X, M)
-                    logp = th.distributions.Categorical(logits=logits).log_prob(A)
+                    logp = th.distributions.Categorical(logits=policy(X, M)).log_prob(A)
                     ratio = th.exp(logp - old)
-                    obj = th.min(ratio * adv, ratio.clamp(1 - cfg.clip, 1 + cfg.clip) * adv)
+                    obj = th.min(ratio * adv_t, ratio.clamp(1 - cfg.clip, 1 + cfg.clip) * adv_t)
                     loss = -obj.mean()
                     if ref is not None:
                         ref_logp = th.distributions.Categorical(logits=ref(X, M)).log_prob(A)
@@ -399,12 +381,14 @@ def train_grpo(
                     loss.backward()
                     opt.step()
                     loss_v = float(loss.detach())
+            ops = [op for g in group for op in g.ops]
             history.append(
                 {
                     "epoch": epoch + 1,
                     "conversation": conv.cid,
-                    "probe_em": float(np.mean(rewards)) if rewards else float("nan"),
-                    "groups_with_signal": len(xs),
+                    "reward_em": float(r.mean()),
+                    "reward_spread": float(r.std()),
+                    "ops": {op: ops.count(op) for op in OPS},
                     "loss": loss_v,
                 }
             )

@@ -51,6 +51,8 @@ class RecurrentParams(StrictModel):
     noise_clip: Annotated[float, Field(ge=0)] = 0.5
     policy_delay: PosInt = 2
     target_entropy_ratio: Prob = 0.98  # SAC-discrete (Christodoulou 2019)
+    # SAC-discrete: a fixed temperature instead of the tuned one (Ni et al.'s T-Maze: 0.1)
+    alpha: Annotated[float, Field(gt=0)] | None = None
 
 
 class RecurrentAgent(Protocol):

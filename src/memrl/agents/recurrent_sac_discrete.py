@@ -10,7 +10,8 @@ pomdp-baselines uses them on CartPole-V and the T-Maze:
 - the critic regresses ``r_t + gamma (1 - d_t) sum_a' pi(a'|h_{t+1}) (min Q'(h'_{t+1}, a') - alpha log pi(a'|h_{t+1}))``
   — an exact expectation over actions, no sampling;
 - the actor minimises ``sum_a pi(a|h_t) (alpha log pi(a|h_t) - min Q(h_t, a))``;
-- the temperature is tuned toward an entropy of ``target_entropy_ratio * log |A|``.
+- the temperature is tuned toward an entropy of ``target_entropy_ratio * log |A|``, or held
+  at ``alpha`` when set (Ni et al.'s T-Maze runs: 0.1, ``update_temperature=False``).
 
 Losses are masked means over the replayed windows; targets move by Polyak averaging.
 """
@@ -56,7 +57,8 @@ class RecurrentSACDiscrete:
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
         self.critic_opt = adam(self.critic.parameters(), lr=p.learning_rate)
         self.actor_opt = recurrent_loop.actor_optimiser(self.actor, self.actor_encoder, p)
-        self.log_alpha = th.zeros(1, requires_grad=True, device=device)
+        start = math.log(p.alpha) if p.alpha is not None else 0.0
+        self.log_alpha = th.full((1,), start, requires_grad=p.alpha is None, device=device)
         self.alpha_opt = adam([self.log_alpha], lr=p.learning_rate)
         self.target_entropy = p.target_entropy_ratio * math.log(n_actions)
         self.eye = th.eye(n_actions, device=device)
@@ -103,7 +105,8 @@ class RecurrentSACDiscrete:
         # ---- temperature: raise alpha when the policy's entropy falls below the target
         entropy = -(probs.detach() * logp.detach()).sum(-1)
         alpha_loss = (self.log_alpha * (entropy - self.target_entropy) * mask).sum() / n
-        optimise(self.alpha_opt, alpha_loss)
+        if self.p.alpha is None:
+            optimise(self.alpha_opt, alpha_loss)
 
         # ---- targets
         polyak(self.critic_target.parameters(), self.critic.parameters(), p.tau)

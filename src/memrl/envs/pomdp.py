@@ -7,10 +7,10 @@ rl-zoo's ``*NoVel`` envs equal ``-P``. Registered as ``memrl/Pendulum-P-v1`` etc
 
 **Passive T-Maze** (the memory test of Ni et al. 2023 and Cherepanov et al.):
 a cue (up or down) is shown at the first step only; the agent then walks a
-corridor of length ``L`` — every action advances one cell, so credit assignment
-is trivial — and at the junction must turn the way the cue said (reward 1, else 0).
-The correlation horizon is ``xi = L``: an agent that cannot recall ``L`` steps
-back succeeds half the time.
+corridor to the junction — of its four moves only *right* advances, and the episode
+lasts exactly the walk plus the turn, as in Ni et al.'s reference maze — and must turn
+the way the cue said (reward 1, else 0). The correlation horizon is ``xi = L``: an
+agent that walks but cannot recall ``L`` steps back succeeds half the time.
 
 **POPGym** (Morad et al. 2023, the ``popgym`` package): memory puzzles registered
 as ``popgym/<Task>-v0`` (e.g. ``popgym/RepeatPreviousEasy-v0``), with discrete
@@ -95,43 +95,62 @@ def make_masked(base_id: str, variant: str, **kwargs) -> gym.Env:
 
 
 class PassiveTMaze(gym.Env):
-    """Passive T-Maze with corridor length ``length``: correlation horizon ``xi = length``.
+    """Passive T-Maze with correlation horizon ``xi = length``, as Ni et al.'s
+    ``TMazeClassicPassive`` (``twni2016/Memory-RL``, ``envs/tmaze.py``) with its corridor
+    ``length - 1`` cells long.
 
-    Observation: ``[cue, at_junction]`` — ``cue`` is +1 (up) or -1 (down) at the first
-    step, 0 afterwards. Actions: 0 = down, 1 = up (anything advances in the corridor).
-    The episode lasts ``length`` steps and the last action is the turn, so the cue seen
-    at ``t = 0`` decides the reward of the action at ``t = length - 1``: Cherepanov et
-    al.'s ``xi = t_e - t_r + 1 = length``. A context of ``K`` frames (the current one
-    and ``K - 1`` before it) sees the cue at the junction exactly when ``K >= xi``.
-    Reward 1 for the right turn, 0 otherwise.
+    The agent starts at the corridor's first cell and sees the cue there: observation
+    ``[cue, at_junction]``, ``cue`` +1 (the goal is up) or -1 (down) at ``t = 0``, 0 after.
+    Actions, the reference's four moves: 0 = right, 1 = up, 2 = left, 3 = down; a move off
+    the maze leaves the agent where it is. Only *right* advances along the corridor, only
+    *up*/*down* leave the junction, and the episode lasts ``length`` steps: the corridor's
+    ``length - 1`` right moves, then the turn at ``t = length - 1``. So an agent that reaches
+    the junction in time played one and the same action sequence whatever the cue, and
+    cannot carry the cue in its own actions (a maze where any action advances lets it:
+    issue 56). Cherepanov et al.'s ``xi = t_e - t_r + 1 = length``: a context of ``K``
+    frames (the current one and ``K - 1`` before it) sees the cue at the junction exactly
+    when ``K >= xi``.
+
+    Reward: 1 for ending the last step on the cued goal, 0 otherwise; and, as the
+    reference's passive maze, ``-1 / (length - 1)`` for each step that ends behind the
+    walk (``x < t``), which sums to at most -1 over the corridor.
     """
 
     metadata = {"render_modes": []}
+    MOVES = ((1, 0), (0, 1), (-1, 0), (0, -1))  # right, up, left, down: the reference's order
+    RIGHT, UP, DOWN = 0, 1, 3
 
     def __init__(self, length: int = 10) -> None:
         if int(length) < 1:
             raise ValueError(f"length must be >= 1, got {length}")
         self.length = int(length)
+        self.junction = self.length - 1  # x of the junction
+        self.penalty = -1.0 / self.junction if self.junction else 0.0
         self.observation_space = gym.spaces.Box(-1.0, 1.0, (2,), dtype=np.float32)
-        self.action_space = gym.spaces.Discrete(2)
-        self._cue = 1
-        self._t = 0
+        self.action_space = gym.spaces.Discrete(len(self.MOVES))
+        self._cue, self._t, self._x, self._y = 1, 0, 0, 0
 
     def _obs(self) -> np.ndarray:
         cue = float(self._cue) if self._t == 0 else 0.0
-        return np.array([cue, float(self._t == self.length - 1)], dtype=np.float32)
+        return np.array([cue, float(self._x == self.junction)], dtype=np.float32)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
         self._cue = 1 if self.np_random.random() < 0.5 else -1
-        self._t = 0
+        self._t, self._x, self._y = 0, 0, 0
         return self._obs(), {"cue": self._cue}
 
     def step(self, action: int):
-        if self._t < self.length - 1:
-            self._t += 1
-            return self._obs(), 0.0, False, False, {}
-        success = (int(action) == 1) == (self._cue == 1)
+        dx, dy = self.MOVES[int(action)]
+        x, y = self._x + dx, self._y + dy
+        in_corridor = y == 0 and 0 <= x <= self.junction
+        at_goal = x == self.junction and abs(y) == 1 and self._y == 0
+        if in_corridor or at_goal:
+            self._x, self._y = x, y
+        self._t += 1
+        if self._t < self.length:
+            return self._obs(), self.penalty if self._x < self._t else 0.0, False, False, {}
+        success = self._y == self._cue
         return self._obs(), float(success), True, False, {"success": success}
 
 

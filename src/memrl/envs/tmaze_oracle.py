@@ -18,17 +18,18 @@ class Trajectories(NamedTuple):
     returns_to_go: np.ndarray  # float32 (N, T)
 
 
+CHANCE_FLOOR = "chance"  # the floor's name
 ORACLE_DIR = "data/tmaze"  # repo-relative; built by `python -m memrl data build`, in data.dvc
-ORACLE_LENGTHS = (1, 2, 4, 8, 16, 24, 32, 48)  # corridors the data set holds
+ORACLE_LENGTHS = (1, 2, 4, 8, 12, 16, 24, 32, 48)  # corridors the data set holds
 ORACLE_EPISODES = 256  # oracle runs per corridor
 _ARRAYS = ("observations", "actions", "returns_to_go")
 
 
 def oracle_trajectories(length: int, episodes: int, seed: int) -> Trajectories:
     """``episodes`` Passive T-Maze episodes of corridor ``length`` played by the oracle:
-    action 0 in the corridor (any action advances; a constant one carries no cue), the
-    cue's turn at the junction; every one succeeds, so the return-to-go is 1 throughout.
-    Env ``i`` is reset with seed ``seed + i``."""
+    *right* along the corridor (the one move that advances), the cue's turn at the
+    junction; every one succeeds, so the return-to-go is 1 throughout. Env ``i`` is reset
+    with seed ``seed + i``."""
     from memrl.envs.pomdp import PassiveTMaze
 
     env = PassiveTMaze(length)
@@ -38,10 +39,50 @@ def oracle_trajectories(length: int, episodes: int, seed: int) -> Trajectories:
         o, info = env.reset(seed=seed + i)
         for t in range(length):
             obs[i, t] = o
-            act[i, t] = (1 if info["cue"] == 1 else 0) if t == length - 1 else 0
+            act[i, t] = turn(info["cue"]) if t == length - 1 else PassiveTMaze.RIGHT
             o, r, done, _, _ = env.step(int(act[i, t]))
         assert done and r == 1.0, "the oracle always succeeds"
     return Trajectories(obs, act, np.ones((episodes, length), np.float32))
+
+
+def turn(cue: int) -> int:
+    """The move into the goal that ``cue`` (+1 up, -1 down) names."""
+    from memrl.envs.pomdp import PassiveTMaze
+
+    return PassiveTMaze.UP if cue == 1 else PassiveTMaze.DOWN
+
+
+def chance(env_id: str, env: str, seed: int, episodes: int, env_kwargs: dict) -> dict:
+    """The T-Maze's chance floor, run as jobs: the oracle's walk with a coin-flip turn (what
+    an agent that walks the maze but holds no memory of the cue scores, ~0.5; the papers'
+    "chance"). A floor record as :func:`memrl.agents.random_policy.random_policy` writes
+    one, under the floor name ``chance``."""
+    from memrl.envs.registry import make
+
+    e = make(env_id, seed, **env_kwargs)
+    rng = np.random.default_rng([seed, env_kwargs.get("length", 0)])  # corridors flip apart
+    returns, lengths = [], []
+    for i in range(episodes):
+        e.reset(seed=seed if i == 0 else None)  # one seeded stream of cues, as random_policy
+        ret, t, done = 0.0, 0, False
+        while not done:
+            last = t == e.unwrapped.length - 1
+            a = turn(int(rng.choice((1, -1)))) if last else e.unwrapped.RIGHT
+            _, r, done, _, _ = e.step(a)
+            ret, t = ret + float(r), t + 1
+        returns.append(ret)
+        lengths.append(t)
+    e.close()
+    return {
+        "floor": CHANCE_FLOOR,
+        "env": env,
+        "env_id": env_id,
+        "seed": seed,
+        "score": float(np.mean(returns)),
+        "episode_returns": returns,
+        "episode_lengths": lengths,
+        "total_timesteps": 0,
+    }
 
 
 def save_oracle(root: str | Path) -> Path:

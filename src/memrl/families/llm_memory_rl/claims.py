@@ -427,10 +427,12 @@ def _mr1_deviations(cfg: LLMMemoryRLParams) -> list[str]:
         "data: generated LoCoMo-like dialogues (facts introduced, changed, retracted, restated; "
         "single-hop, multi-hop and temporal questions), split like the paper's 152 / 81 / rest "
         "questions by whole conversations",
-        "reward: the mean exact match on the probe question asked right after the turn and on "
-        "the question about the memory the operation would touch first (the paper pairs each "
-        "operation with a question whose evidence is the turn; the probe alone left "
-        "overwriting other memories unpunished)",
+        "reward: GRPO over whole training dialogues, each sampled operation sequence rewarded "
+        "by the answer agent's exact match on the dialogue's questions from the bank it built "
+        "(the paper rewards an operation on an evidence turn by its question, answered from "
+        "the bank that operation updated; here every operation of a sequence shares its "
+        "dialogue's reward, so a stale memory's later cost reaches the operation that kept "
+        "it; until issue 56 a probe of the turn just written, which never saw that cost)",
         "trained: the memory manager only; the answer agent stays the frozen LLM (the paper "
         "trains both with RL: the manager, then the answer agent on the trained manager's "
         "memories)",
@@ -439,13 +441,20 @@ def _mr1_deviations(cfg: LLMMemoryRLParams) -> list[str]:
     ]
 
 
+def _last_ops(mr1) -> dict[str, int]:
+    """Operations GRPO sampled in its last training epoch, summed over seeds."""
+    last = [r[-1] for r in mr1[mr1.condition == "grpo"].train_ops if len(r)]
+    return {op: int(sum(d.get(op, 0) for d in last)) for op in (last[0] if last else {})}
+
+
 def _memory_r1(cfg: LLMMemoryRLParams, runs: Runs, claim: Claim, metric: str, floors):
     hp, mr1 = cfg.memory_r1, runs.mr1
     conds = [c for c in hp.conditions if (mr1.condition == c).any()]
     if "grpo" not in conds or len(conds) < 2:
         return None
     budget = (
-        f"GRPO: {hp.epochs} epochs over {hp.probes} probed training turns, G = {hp.group}; "
+        f"GRPO: {hp.epochs} epochs over the training dialogues, G = {hp.group} operation "
+        "sequences each, rewarded by the exact match on the dialogue's questions; "
         f"{int(mr1.questions.iloc[0])} test questions; {cfg.seeds} seeds (the baselines "
         "are deterministic: one run each, its spread from its questions resampled by "
         "conversation)"
@@ -515,7 +524,7 @@ def _memory_r1(cfg: LLMMemoryRLParams, runs: Runs, claim: Claim, metric: str, fl
         comparisons=comps,
         budget=budget,
         deviations=_mr1_deviations(cfg) + left_out,
-        used=Budget(hp.epochs * hp.probes, "probed training turns (epochs x turns)"),
+        used=Budget(hp.epochs, "epochs over the training dialogues"),
         trends=trends(claim, comps, series, fractions, cfg.bootstrap_reps),
         trend_note="the test questions halfway through GRPO training and after it (the "
         "untrained managers keep their one test)",
@@ -528,10 +537,12 @@ def _memory_r1(cfg: LLMMemoryRLParams, runs: Runs, claim: Claim, metric: str, fl
                 MR1_LABELS[c]: mr1[mr1.condition == c].f1_by_category.iloc[0] for c in conds
             },
             "operations chosen on the test turns (share)": op_shares,
-            "GRPO training curve: exact match on the training probes per epoch (mean over seeds)": [
+            "GRPO training curve: the sampled banks' exact match on the training dialogues' "
+            "questions per epoch (mean over seeds)": [
                 round(float(v), 4)
-                for v in np.mean(list(mr1[mr1.condition == "grpo"].probe_em), axis=0)
+                for v in np.mean(list(mr1[mr1.condition == "grpo"].reward_em), axis=0)
             ],
+            "GRPO's sampled operations in its last training epoch (all seeds)": _last_ops(mr1),
             "share of test turns given the operation the turn calls for": {
                 c: round(float(v), 3) for c, v in fit.items()
             },

@@ -316,7 +316,7 @@ def memory_r1_job(
     else:
         policy = mr1.ManagerPolicy(embedder.embed(["x"]).shape[1], hp.related_k, hp.hidden)
         grpo = mr1.GRPOConfig(
-            hp.epochs, hp.group, hp.probes, hp.learning_rate, hp.clip, hp.update_epochs, hp.beta
+            hp.epochs, hp.group, hp.learning_rate, hp.clip, hp.update_epochs, hp.beta
         )
 
         def halfway(done: float) -> None:  # the trend's checkpoint (evaluation is greedy)
@@ -344,8 +344,16 @@ def memory_r1_job(
         "f1_by_category": q.groupby("category").f1.mean().round(4).to_dict(),
         "items": question_items(rows),
         "ops_by_kind": {k: g.op.value_counts().to_dict() for k, g in o.groupby("kind")},
-        "probe_em": [
-            float(np.nanmean([h["probe_em"] for h in history if h["epoch"] == e]))
+        # GRPO's reward along training: the sampled banks' exact match on the training
+        # dialogues' questions, and the operations sampled, per epoch
+        "reward_em": [
+            float(np.mean([h["reward_em"] for h in history if h["epoch"] == e]))
+            for e in range(1, hp.epochs + 1)
+        ]
+        if history
+        else [],
+        "train_ops": [
+            {op: sum(h["ops"][op] for h in history if h["epoch"] == e) for op in mr1.OPS}
             for e in range(1, hp.epochs + 1)
         ]
         if history

@@ -104,8 +104,7 @@ class MemoryR1Params(StrictModel):
     heuristic_update: Annotated[float, Field(ge=-1, le=1)]
     hidden: PosInt
     epochs: PosInt
-    group: Annotated[int, Field(ge=2, strict=True)]  # GRPO's G
-    probes: PosInt  # training turns with a probe question
+    group: Annotated[int, Field(ge=2, strict=True)]  # GRPO's G: operation sequences per dialogue
     learning_rate: Annotated[float, Field(gt=0)]
     clip: Annotated[float, Field(gt=0)]
     update_epochs: PosInt

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from memrl.families.recurrent_off_policy.floor_arms import _floor_of, _floors, walk_floor
 from memrl.families.recurrent_off_policy.params import RecurrentOffPolicyParams, parse_method
 from memrl.families.recurrent_off_policy.statements import (
     EVALS,
@@ -26,11 +27,11 @@ from memrl.families.recurrent_off_policy.statements import (
     RO_7,
     RO_8,
     RO_10,
-    RO_11,
     STEPS,
 )
 from memrl.families.recurrent_off_policy.tables import Runs
 from memrl.families.recurrent_off_policy.timing_claims import ro_6, ro_9
+from memrl.families.recurrent_off_policy.truncation_claims import ro_11
 from memrl.schema import beside_paper
 from memrl.stats.aggregate import reference
 from memrl.stats.bootstrap import arm
@@ -41,8 +42,8 @@ from memrl.stats.claims import (
     ClaimResult,
     Comparison,
 )
-from memrl.stats.compare import Margin, gap_margin
-from memrl.stats.floors import NO_FLOOR_RUNS, floor_arm, floor_of
+from memrl.stats.compare import gap_margin
+from memrl.stats.floors import NO_FLOOR_RUNS, floor_arm
 from memrl.stats.trend import trends
 
 
@@ -68,19 +69,6 @@ def _returns(cfg: RecurrentOffPolicyParams, runs: Runs, claim: Claim, pairs) -> 
         vals = main[(main.method == m) & (main.env == e)].eval_return
         if len(vals):
             out[_name(m, e)] = arm(vals, claim.claim_id, _name(m, e), cfg.bootstrap_reps)
-    return out
-
-
-def _floors(cfg: RecurrentOffPolicyParams, floors: pd.DataFrame | None, claim: Claim, envs) -> dict:
-    """The random policy's arm on each env that has floor runs (T-Maze: its success rate)."""
-    out = {}
-    for e in envs:
-        value = (
-            (lambda r: float(np.mean(np.asarray(r.episode_returns) >= 1.0)))
-            if e.startswith("T-Maze")
-            else "score"
-        )
-        out |= floor_arm(floors, claim.claim_id, e, value, reps=cfg.bootstrap_reps)
     return out
 
 
@@ -174,7 +162,7 @@ def _head_to_head(
     est = _floors(cfg, floors, claim, envs) | _returns(cfg, runs, claim, pairs)
     comps = []
     for e in envs:
-        fl = floor_of(est, e)
+        fl = _floor_of(est, e)
         extra = {"margin": gap_margin(fl, est[_name(worse, e)].iqm)} if matches else {}
         if (top := _maximum(e)) is not None:  # a tie at the task's maximum decides nothing
             est[f"maximum · {e}"] = reference(top)
@@ -201,7 +189,7 @@ def ro_1(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
         est |= _returns(cfg, runs, RO_1, pairs)
         series |= _series(runs, pairs)
         for base, _ in pairs[1:]:
-            comps.append(Comparison(_name("RSAC-LSTM", e), _name(base, e), floor=floor_of(est, e)))
+            comps.append(Comparison(_name("RSAC-LSTM", e), _name(base, e), floor=_floor_of(est, e)))
         thr = cfg.near_optimal.get(f"memrl/{e}-v1")
         if thr is not None:  # the paper's band (~-150 to -200): above its lower end, no δ
             est[f"near-optimal · {e}"] = reference(thr)
@@ -210,7 +198,7 @@ def ro_1(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
                 Comparison(
                     _name("RSAC-LSTM", e),
                     f"near-optimal · {e}",
-                    floor=floor_of(est, e),
+                    floor=_floor_of(est, e),
                     effect=True,
                 )
             )
@@ -261,7 +249,7 @@ def ro_2(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
             est[_name(m, e)] = arm(hits, RO_2.claim_id, _name(m, e), cfg.bootstrap_reps, "mean")
             series[_name(m, e)] = (np.array(g.checkpoint_eval.tolist(), float) >= thr).astype(float)
         comps.append(
-            Comparison(_name("RSAC-LSTM", e), _name("RTD3-LSTM", e), floor=floor_of(est, e))
+            Comparison(_name("RSAC-LSTM", e), _name("RTD3-LSTM", e), floor=_floor_of(est, e))
         )
     steps = runs.budgets()
     return ClaimResult(
@@ -325,7 +313,7 @@ def ro_4(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
     g = main[(main.method == m) & (main.env == e)]
     est = _floors(cfg, floors, RO_4, [e]) | _returns(cfg, runs, RO_4, [(m, e)])
     est[solved] = reference(SOLVED)
-    comps = [Comparison(name, solved, floor=floor_of(est, e), effect=True)]
+    comps = [Comparison(name, solved, floor=_floor_of(est, e), effect=True)]
     returns = est[name]
     impl = (
         "memrl's LSTM-PPO (agents/lstm_ppo.py: sb3-contrib's algorithm, whole env segments "
@@ -417,14 +405,18 @@ def ro_7(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
     } | {"chance": 0.5}
     comps = []
     for L in cfg.tmaze.lengths:
-        fl = floor_of(est, f"T-Maze L={L}")
-        chance = fl or "chance"  # "beats chance": against the random policy's runs, if any
+        env = f"T-Maze L={L}"
+        chance = _floor_of(est, env) or "chance"  # "beats chance": chance's runs, if any
+        walk = walk_floor(est, env)  # below the random policy: it never learned to walk
         for w in window:
             if L <= K:
-                comps.append(Comparison(f"{w} · L={L}", chance, floor=fl))
-            else:
-                comps += [Comparison(f"{r} · L={L}", f"{w} · L={L}", floor=fl) for r in recurrent]
-        comps += [Comparison(f"{r} · L={L}", chance, floor=fl) for r in recurrent]
+                comps.append(Comparison(f"{w} · L={L}", chance, floor=walk))
+            else:  # the window at chance "fails" only if it walks to the junction
+                comps += [
+                    Comparison(f"{r} · L={L}", f"{w} · L={L}", floor=walk, sides=(f"{w} · L={L}",))
+                    for r in recurrent
+                ]
+        comps += [Comparison(f"{r} · L={L}", chance, floor=walk) for r in recurrent]
     # along training, the random policy stands at its IQM (it does not train)
     series |= {c.worse: est[c.worse].iqm for c in comps if c.worse not in series}
     return ClaimResult(
@@ -438,6 +430,17 @@ def ro_7(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
             f"window = the last K = {K} frames through an MLP (a frame stack) stands in for "
             "the paper's transformer with context K",
             "recurrent SAC-discrete for both agents (paper: DTQN / DQN-GPT-2 / DQN-LSTM)",
+            "the maze is Ni et al.'s passive T-Maze (twni2016/Memory-RL, envs/tmaze.py): four "
+            "moves, only *right* advances, the episode lasts the walk plus the turn, "
+            "-1/(L-1) per step behind the walk; before issue 56 any action advanced, and an "
+            "agent reading its previous action could carry the cue in its own moves",
+            f"SAC-discrete's temperature fixed at {cfg.sacd.alpha} as the reference's T-Maze "
+            "runs (configs/rl/sacd_default.py), where it is set"
+            if cfg.sacd.alpha is not None
+            else "SAC-discrete's temperature tuned (the reference fixes it at 0.1)",
+            "chance is run: the walk with a coin-flip turn; the uniformly random policy's runs "
+            "(which almost never reach the junction) are the floor an agent must clear to "
+            "count as walking",
         ],
         used=Budget(cfg.tmaze.episodes * min(cfg.tmaze.lengths), STEPS),
         trends=trends(RO_7, comps, series, tm.checkpoints.iloc[0], cfg.bootstrap_reps),
@@ -501,10 +504,10 @@ def ro_10(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult
     # the largest xi <= K): then chance beyond K is a finding, not a failure to learn
     within = max(upto)
     learned = (f"RATE · xi={within}", f"DT · xi={within}")
-    fl = floor_of(est, f"T-Maze xi={within}") or "chance"  # the random policy's runs, if any
+    fl = _floor_of(est, f"T-Maze xi={within}") or "chance"  # the random policy's runs, if any
 
     def chance(xi: int) -> str:  # "beats chance": against the random policy at xi
-        return floor_of(est, f"T-Maze xi={xi}") or "chance"
+        return _floor_of(est, f"T-Maze xi={xi}") or "chance"
 
     comps = [
         Comparison(f"RATE · xi={xi}", f"DT · xi={xi}", floor=fl, sides=learned) for xi in beyond
@@ -526,8 +529,9 @@ def ro_10(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult
             "shows rate_bptt, which back-propagates through all segments)",
             "the 2023 RATE: memory tokens only (no Transformer-XL cache, no Memory Retention "
             "Valve); learned positions within a segment",
-            "our Passive T-Maze: 2 actions, the cue seen at step 0 only (reference: 4 "
-            "actions, a y-position and a noise channel)",
+            "our Passive T-Maze: Ni et al.'s four moves, only *right* advancing (since issue "
+            "56; before, any action advanced), the cue seen at step 0 only, observations "
+            "[cue, at junction] (reference: a y-position and a noise channel)",
             f"trained on corridors {c.train_lengths} (reference: 1-3 segments, 50/100/150; a "
             "half segment added so every xi <= K is seen); judged inside them only",
         ],
@@ -536,82 +540,6 @@ def ro_10(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult
         coverage_complete=max(beyond) >= 3 * K,
         coverage_note=f"xi up to {max(beyond) // K}K inside the training corridors "
         "(reference: up to 9600 steps, 192K, past its 3-segment training corridors)",
-    )
-
-
-TRUNCATED = ("gru", "lstm", "ffm", "s5")  # the card's cores trained with truncation K
-
-
-def ro_11(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult | None:
-    """RTRL beats the random policy beyond K, and each truncated core stays within the card's
-    remembering margin of it there (the thesis's "cannot learn"); the truncated cores must
-    have learned the maze within K (a condition), else their chance beyond K says nothing."""
-    from memrl.families.recurrent_off_policy.card import CHANCE, MARGIN, remembers
-
-    have = {r["core"] for r in runs.card}
-    cores = [c for c in TRUNCATED if c in have]
-    if cfg.card is None or "rtrl" not in have or not cores:
-        return None
-    c = cfg.card
-    K = c.context
-    upto, beyond = _trained(c)
-    est: dict = {"chance": reference(CHANCE)}
-    est |= _floors(cfg, floors, RO_11, [f"T-Maze xi={xi}" for xi in c.horizons])
-    for core in ("rtrl", *cores):
-        for xi in upto + beyond:
-            name, a = _card_arm(cfg, list(runs.card), core, xi, RO_11)
-            est[name] = a
-
-    def floor(xi: int) -> str:
-        return floor_of(est, f"T-Maze xi={xi}") or "chance"
-
-    within = max(upto)
-    delta = Margin(
-        f"the card's remembering margin: {MARGIN} above chance (declared, {__name__})",
-        delta=MARGIN,
-    )
-    # RTRL must have learned the maze within K (the floor check on the largest xi <= K)
-    fl, learned_rtrl = floor(within), (f"RTRL · xi={within}",)
-    comps = [
-        Comparison(f"RTRL · xi={xi}", floor(xi), floor=fl, sides=learned_rtrl) for xi in beyond
-    ]
-    comps += [
-        Comparison(floor(xi), f"{core.upper()} · xi={xi}", MATCHES, margin=delta)
-        for core in cores
-        for xi in beyond
-    ]
-    learned = [
-        core
-        for core in cores
-        if remembers(
-            est[f"{core.upper()} · xi={within}"].iqm, est[f"{core.upper()} · xi={within}"].ci_low
-        )
-    ]
-    r = c.offline("rtrl")
-    return ClaimResult(
-        claim=_claim(RO_11, cfg),
-        estimates=est,
-        ours=f"RTRL · xi={max(beyond)}",
-        comparisons=comps,
-        budget=f"K = {K}; trained on corridors {c.train_lengths}, scored at xi = "
-        f"{upto + beyond}; {cfg.seeds} seeds x {c.eval_episodes} episodes",
-        extra={
-            "truncated cores that recall the cue within K": f"at xi = {within}: "
-            + (", ".join(learned) or "none"),
-        },
-        deviations=[
-            f"truncation: segments of K = {K} steps, the state carried and detached, an "
-            "optimiser step per segment (no burn-in); RTRL: the quasi-LSTM of IDSIA/rtrl-elstm "
-            f"(hidden {r.d_model}, reading the raw inputs), one step per trajectory",
-            "the T-Maze's cue is one bit seen at step 0; judged as stated on the card's runs, "
-            f"whose training corridors {c.train_lengths} include lengths <= K = {K} (cue and "
-            "decision then share a segment, so a core can learn to keep the cue and carry it "
-            "further): the paper states no such condition; a design with every training "
-            "corridor longer than K is a test of its own (not run this round)",
-        ],
-        used=Budget(r.epochs, "epochs"),
-        trend_note="none: scored once, after training",
-        floor_reason="",
     )
 
 

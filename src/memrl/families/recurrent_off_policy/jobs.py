@@ -192,11 +192,14 @@ def card_job(
     episodes: int,
     horizons: list[int],
     eval_episodes: int,
+    study: str = "card",
+    arm: str = "",
 ) -> dict[str, Any]:
     """One memory-card run: ``model`` trained by behaviour cloning on the oracle T-Maze runs
     of ``train_lengths`` in ``data/tmaze`` (the first ``episodes`` of each; the same data
     for every seed), then its greedy successes at every corridor length in ``horizons``
-    (per episode, and their rate)."""
+    (per episode, and their rate). ``study``: ``card``, or ``truncation`` with ``arm`` its
+    arm's name (RO-11's fair test)."""
     from memrl.agents import cloning
     from memrl.agents.offline_policies import K_KIND, OfflineParams
     from memrl.envs.tmaze_oracle import ORACLE_DIR, load_oracle
@@ -212,6 +215,8 @@ def card_job(
     }
     return {
         "card": True,
+        "study": study,
+        "arm": arm,
         "core": model,
         "K": p.context,
         "K_kind": K_KIND[model],
@@ -363,9 +368,12 @@ def grid(cfg: RecurrentOffPolicyParams) -> list[JobSpec]:
         f"{HERE}:core_timing", dict(cfg.benchmark), 40.0, label="memory cores timing", alone=True
     )
     out = [timing]
-    for s in range(cfg.seeds):
+    for s in range(max([cfg.seeds] + [e.seeds or 0 for e in cfg.envs])):
         for e in cfg.envs:
-            out += [spec(e.env_id, m, s, e.total_timesteps) for m in e.methods]
+            if s < (e.seeds or cfg.seeds):
+                out += [spec(e.env_id, m, s, e.total_timesteps) for m in e.methods]
+        if s >= cfg.seeds:
+            continue
         for length in cfg.tmaze.lengths:
             out += [
                 spec(TMAZE_ID, m, s, cfg.tmaze.episodes * length, length) for m in cfg.tmaze.methods
@@ -384,4 +392,21 @@ def grid(cfg: RecurrentOffPolicyParams) -> list[JobSpec]:
                     "eval_episodes": c.eval_episodes,
                 }
                 out.append(JobSpec(f"{HERE}:card_job", kw, 20.0, label=f"card {m} · seed {s}"))
+    if cfg.truncation is not None:
+        c = cfg.truncation
+        for s in range(c.seeds):
+            for name, m, hp in c.arms():
+                kw = {
+                    "model": m,
+                    "seed": s,
+                    "hp": hp.model_dump(mode="json"),
+                    "train_lengths": c.train_lengths,
+                    "episodes": c.episodes,
+                    "horizons": c.horizons,
+                    "eval_episodes": c.eval_episodes,
+                    "study": "truncation",
+                    "arm": name,
+                }
+                cost = 0.3 * hp.epochs  # pilot: 0.4-1.0 s an epoch on the four corridors
+                out.append(JobSpec(f"{HERE}:card_job", kw, cost, label=f"{name} · seed {s}"))
     return out

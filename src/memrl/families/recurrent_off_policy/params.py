@@ -53,6 +53,8 @@ class ROEnvParams(StrictModel):
     env_id: EnvId
     total_timesteps: PosInt
     methods: list[MethodName] = Field(min_length=1)
+    # where a claim's design needs more seeds than the family's (RO-4 against a constant)
+    seeds: Annotated[int, Field(ge=2, strict=True)] | None = None
 
 
 class TMazeParams(StrictModel):
@@ -108,6 +110,74 @@ class MemoryCardParams(StrictModel):
         return self
 
 
+TruncatedCore = Literal["gru", "lstm", "ffm", "s5"]
+
+
+class TruncationParams(StrictModel):
+    """RO-11's fair test (issue 56): cores cloned from oracle T-Mazes whose every corridor is
+    longer than ``K``, so cue and turn never share a segment of truncated backpropagation.
+    Arms per seed: each core truncated at ``K`` at every budget in ``epochs``; the same core
+    with backpropagation through the whole corridor (its positive control); RTRL."""
+
+    context: PosInt  # K, the truncation
+    train_lengths: list[PosInt] = Field(min_length=1)  # oracle corridors, every one > K
+    horizons: list[PosInt] = Field(min_length=1)  # xi scored; past the corridors: extrapolation
+    episodes: PosInt  # oracle trajectories per training length
+    eval_episodes: PosInt  # greedy episodes per horizon
+    seeds: Annotated[int, Field(ge=2, strict=True)]
+    cores: list[TruncatedCore] = Field(min_length=1)
+    epochs: list[PosInt] = Field(min_length=1)  # the truncated cores' budgets
+    recurrent: dict[str, float | int]  # OfflineParams of the cores (as the card's)
+    rtrl: dict[str, float | int]  # RTRL's, over recurrent
+
+    def arms(self) -> list[tuple[str, str, Any]]:
+        """(arm name, model, validated OfflineParams) of every arm a seed trains."""
+        from memrl.agents.offline_policies import OfflineParams
+
+        K, E, T = self.context, max(self.epochs), max(self.train_lengths)
+        out = [
+            (
+                truncated_arm(c, e),
+                c,
+                OfflineParams(model=c, context=K, **self.recurrent | {"epochs": e}),
+            )
+            for c in self.cores
+            for e in self.epochs
+        ]
+        # segments as long as the longest corridor: one segment, the gradient through it all
+        out += [
+            (bptt_arm(c), c, OfflineParams(model=c, context=T, **self.recurrent | {"epochs": E}))
+            for c in self.cores
+        ]
+        hp = self.recurrent | self.rtrl
+        out.append(("RTRL", "rtrl", OfflineParams(model="rtrl", context=K, **hp)))
+        return out
+
+    @model_validator(mode="after")
+    def _fair(self) -> TruncationParams:
+        K = self.context
+        if min(self.train_lengths) <= K:
+            raise ValueError(
+                f"truncation.train_lengths {self.train_lengths} must all be longer than K = {K}: "
+                "a corridor <= K puts cue and turn in one segment, where a truncated core can "
+                "learn to keep the cue"
+            )
+        if not any(K < xi <= max(self.train_lengths) for xi in self.horizons):
+            raise ValueError(
+                f"truncation.horizons {self.horizons}: none past K = {K} in the corridors"
+            )
+        self.arms()
+        return self
+
+
+def truncated_arm(core: str, epochs: int) -> str:
+    return f"{core.upper()} truncated, {epochs} epochs"
+
+
+def bptt_arm(core: str) -> str:
+    return f"{core.upper()} full BPTT"
+
+
 class RecurrentOffPolicyParams(StrictModel):
     seeds: Annotated[int, Field(ge=2, strict=True)]
     bootstrap_reps: PosInt
@@ -124,6 +194,7 @@ class RecurrentOffPolicyParams(StrictModel):
     rppo: RecurrentPPOParams
     benchmark: dict[str, PosInt]  # memory cores timing: batch, steps, inputs, hidden, repeats
     card: MemoryCardParams | None = None  # the memory card, when the profile draws it
+    truncation: TruncationParams | None = None  # RO-11's fair test
 
     def agent_params(self, method: str, tmaze: bool = False) -> RecurrentParams:
         """The hyperparameters of a recurrent method, its core and encoder sharing set

@@ -61,12 +61,14 @@ PLOTS = (
 class Runs(NamedTuple):
     """Every stored run of the family: ``main`` (one row per env, method and seed), ``tmaze``
     (one per T-Maze length, method and seed), ``timing`` (every memory core, ms per repeat,
-    and its parameters) and ``card`` (the memory card's runs)."""
+    and its parameters), ``card`` (the memory card's runs) and ``truncation`` (RO-11's fair
+    test: cloned like the card's, every training corridor longer than K)."""
 
     main: pd.DataFrame
     tmaze: pd.DataFrame
     timing: pd.DataFrame | None
     card: tuple[dict[str, Any], ...] = ()
+    truncation: tuple[dict[str, Any], ...] = ()
 
     def budgets(self) -> dict[str, int]:
         """Env -> training steps of its runs."""
@@ -92,8 +94,9 @@ def load(results: Sequence[dict[str, Any]], env_order: Sequence[str] = ()) -> Ru
                 for i, v in enumerate(ms)
             ]
         )
-    card = tuple(r for r in results if "card" in r)
-    return Runs(df[df.length == 0].reset_index(drop=True), df[df.length > 0], t, card)
+    card = tuple(r for r in results if "card" in r and r.get("study", "card") == "card")
+    truncation = tuple(r for r in results if r.get("study") == "truncation")
+    return Runs(df[df.length == 0].reset_index(drop=True), df[df.length > 0], t, card, truncation)
 
 
 def tmaze_success(runs: Runs, reps: int) -> pd.DataFrame:
@@ -118,3 +121,18 @@ def plot_data(curve_df: pd.DataFrame, success_df: pd.DataFrame) -> dict[str, pd.
     if len(success_df):
         out["tmaze.csv"] = wide(success_df, "length", plots["tmaze.csv"].y)
     return out
+
+
+def truncation_table(runs: Sequence[dict[str, Any]]) -> pd.DataFrame:
+    """RO-11's fair test: one row per (arm, xi) with the seeds' mean success, their lowest
+    and highest, and the seeds."""
+    rows = [
+        {"arm": r["arm"], "xi": int(xi), "seed": r["seed"], "success": v}
+        for r in runs
+        for xi, v in r["success"].items()
+    ]
+    if not rows:
+        return pd.DataFrame(columns=["arm", "xi", "mean", "min", "max", "seeds"])
+    g = pd.DataFrame(rows).groupby(["arm", "xi"], sort=False).success
+    out = g.agg(["mean", "min", "max", "count"]).rename(columns={"count": "seeds"})
+    return out.reset_index()
