@@ -180,12 +180,12 @@ def test_sac_discrete_with_memory_solves_a_short_t_maze():
         gamma=0.99,
         tau=0.05,
         train_freq=1,
-        target_entropy_ratio=0.5,
+        alpha=0.1,  # the reference's fixed temperature on the T-Maze
     )
     out = recurrent_loop.train(RecurrentSACDiscrete.for_env, lambda s: PassiveTMaze(3), p, 1500, 0)
-    r = np.array(out["episode_returns"])
-    assert r[:50].mean() < 0.75  # starts near chance ...
-    assert r[-50:].mean() > 0.8  # ... and recalls the cue 3 steps back
+    won = np.array(out["episode_returns"]) >= 1.0  # returns carry the walk's penalties
+    assert won[:50].mean() < 0.25  # four moves: a random walker rarely reaches the junction ...
+    assert won[-50:].mean() > 0.8  # ... it learns to walk and recalls the cue 3 steps back
 
 
 def test_sac_discrete_refuses_continuous_actions():

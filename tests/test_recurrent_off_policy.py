@@ -382,8 +382,12 @@ def test_the_truncation_claim_follows_its_fair_test():
     controls above it, at every judged corridor; the truncated cores carrying the cue make
     it fail; a truncated core that never walks (below the random policy) decides nothing."""
     from memrl.families.recurrent_off_policy.params import bptt_arm, truncated_arm
+    from memrl.families.recurrent_off_policy.truncation_claims import ro_11
 
     cfg = default_cfg()
+    # the default's design, narrowed to keep the test quick: two cores, two judged corridors
+    small = {"cores": ["gru"], "train_lengths": [12, 16], "horizons": [12, 16, 48], "seeds": 6}
+    cfg = cfg.model_copy(update={"truncation": cfg.truncation.model_copy(update=small)})
     c = cfg.truncation
     K = c.context
     judged = [xi for xi in c.horizons if K < xi <= max(c.train_lengths)]
@@ -419,8 +423,7 @@ def test_the_truncation_claim_follows_its_fair_test():
                         "success": {k: float(np.mean(v)) for k, v in eps.items()},
                     }
                 )
-        got = ro.claims(cfg, base._replace(truncation=tuple(runs)), floors)
-        return {r.claim.claim_id: r for r in got}["RO-11"]
+        return ro_11(cfg, base._replace(truncation=tuple(runs)), floors)
 
     held = judged_with(0.5)
     n_trunc = len(c.cores) * len(c.epochs)
