@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from memrl.families.recurrent_off_policy.floor_arms import _floor_of, _floors, walk_floor
+from memrl.families.recurrent_off_policy.floor_arms import comparator, floor_arms, walk_floor
 from memrl.families.recurrent_off_policy.params import RecurrentOffPolicyParams, parse_method
 from memrl.families.recurrent_off_policy.statements import (
     EVALS,
@@ -159,10 +159,10 @@ def _head_to_head(
     if "coverage_note" in kw:
         kw["coverage_note"] = kw["coverage_note"].format(n=len(envs))
     pairs = [(m, e) for e in envs for m in (better, worse)]
-    est = _floors(cfg, floors, claim, envs) | _returns(cfg, runs, claim, pairs)
+    est = floor_arms(cfg, floors, claim, envs) | _returns(cfg, runs, claim, pairs)
     comps = []
     for e in envs:
-        fl = _floor_of(est, e)
+        fl = comparator(est, e)
         extra = {"margin": gap_margin(fl, est[_name(worse, e)].iqm)} if matches else {}
         if (top := _maximum(e)) is not None:  # a tie at the task's maximum decides nothing
             est[f"maximum · {e}"] = reference(top)
@@ -179,7 +179,7 @@ def ro_1(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
     envs = [e for e in ("Pendulum-V", "Pendulum-P") if e in _envs_with(runs, "RSAC-LSTM", "SAC")]
     if not envs:
         return None
-    est: dict = _floors(cfg, floors, RO_1, envs)
+    est: dict = floor_arms(cfg, floors, RO_1, envs)
     series: dict = {}
     comps = []
     for e in envs:
@@ -189,7 +189,9 @@ def ro_1(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
         est |= _returns(cfg, runs, RO_1, pairs)
         series |= _series(runs, pairs)
         for base, _ in pairs[1:]:
-            comps.append(Comparison(_name("RSAC-LSTM", e), _name(base, e), floor=_floor_of(est, e)))
+            comps.append(
+                Comparison(_name("RSAC-LSTM", e), _name(base, e), floor=comparator(est, e))
+            )
         thr = cfg.near_optimal.get(f"memrl/{e}-v1")
         if thr is not None:  # the paper's band (~-150 to -200): above its lower end, no δ
             est[f"near-optimal · {e}"] = reference(thr)
@@ -198,7 +200,7 @@ def ro_1(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
                 Comparison(
                     _name("RSAC-LSTM", e),
                     f"near-optimal · {e}",
-                    floor=_floor_of(est, e),
+                    floor=comparator(est, e),
                     effect=True,
                 )
             )
@@ -249,7 +251,7 @@ def ro_2(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
             est[_name(m, e)] = arm(hits, RO_2.claim_id, _name(m, e), cfg.bootstrap_reps, "mean")
             series[_name(m, e)] = (np.array(g.checkpoint_eval.tolist(), float) >= thr).astype(float)
         comps.append(
-            Comparison(_name("RSAC-LSTM", e), _name("RTD3-LSTM", e), floor=_floor_of(est, e))
+            Comparison(_name("RSAC-LSTM", e), _name("RTD3-LSTM", e), floor=comparator(est, e))
         )
     steps = runs.budgets()
     return ClaimResult(
@@ -311,9 +313,9 @@ def ro_4(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
     (m, e), p, main = ran[0], cfg.rppo, runs.main
     name, solved = _name(m, e), f"solved: {SOLVED:g}"
     g = main[(main.method == m) & (main.env == e)]
-    est = _floors(cfg, floors, RO_4, [e]) | _returns(cfg, runs, RO_4, [(m, e)])
+    est = floor_arms(cfg, floors, RO_4, [e]) | _returns(cfg, runs, RO_4, [(m, e)])
     est[solved] = reference(SOLVED)
-    comps = [Comparison(name, solved, floor=_floor_of(est, e), effect=True)]
+    comps = [Comparison(name, solved, floor=comparator(est, e), effect=True)]
     returns = est[name]
     impl = (
         "memrl's LSTM-PPO (agents/lstm_ppo.py: sb3-contrib's algorithm, whole env segments "
@@ -393,7 +395,7 @@ def ro_7(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
     window = [m for m in cfg.tmaze.methods if parse_method(m)[1] == "window"]
     recurrent = [m for m in cfg.tmaze.methods if parse_method(m)[1] != "window"]
     K = cfg.sacd.context
-    est: dict = _floors(cfg, floors, RO_7, [f"T-Maze L={L}" for L in cfg.tmaze.lengths])
+    est: dict = floor_arms(cfg, floors, RO_7, [f"T-Maze L={L}" for L in cfg.tmaze.lengths])
     est |= {
         f"{m} · L={L}": arm(g.success, "RO-7", f"{m} · L={L}", cfg.bootstrap_reps)
         for (L, m), g in tm.groupby(["length", "method"])
@@ -406,7 +408,7 @@ def ro_7(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
     comps = []
     for L in cfg.tmaze.lengths:
         env = f"T-Maze L={L}"
-        chance = _floor_of(est, env) or "chance"  # "beats chance": chance's runs, if any
+        chance = comparator(est, env) or "chance"  # "beats chance": chance's runs, if any
         walk = walk_floor(est, env)  # below the random policy: it never learned to walk
         for w in window:
             if L <= K:
@@ -495,7 +497,7 @@ def ro_10(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult
     K = c.context
     upto, beyond = _trained(c)
     est: dict = {"chance": reference(0.5)}
-    est |= _floors(cfg, floors, RO_10, [f"T-Maze xi={xi}" for xi in c.horizons])
+    est |= floor_arms(cfg, floors, RO_10, [f"T-Maze xi={xi}" for xi in c.horizons])
     for core in ("rate", "dt"):
         for xi in upto + beyond:
             name, a = _card_arm(cfg, card, core, xi, RO_10)
@@ -504,10 +506,10 @@ def ro_10(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult
     # the largest xi <= K): then chance beyond K is a finding, not a failure to learn
     within = max(upto)
     learned = (f"RATE · xi={within}", f"DT · xi={within}")
-    fl = _floor_of(est, f"T-Maze xi={within}") or "chance"  # the random policy's runs, if any
+    fl = comparator(est, f"T-Maze xi={within}") or "chance"  # chance's runs, if any
 
-    def chance(xi: int) -> str:  # "beats chance": against the random policy at xi
-        return _floor_of(est, f"T-Maze xi={xi}") or "chance"
+    def chance(xi: int) -> str:  # "beats chance": against chance's runs at xi
+        return comparator(est, f"T-Maze xi={xi}") or "chance"
 
     comps = [
         Comparison(f"RATE · xi={xi}", f"DT · xi={xi}", floor=fl, sides=learned) for xi in beyond

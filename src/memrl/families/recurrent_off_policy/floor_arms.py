@@ -14,14 +14,14 @@ from memrl.stats.claims import Claim
 from memrl.stats.floors import floor_arm, floor_of
 
 
-def _floor(env: str) -> str:
+def floor_name(env: str) -> str:
     """The floor an env is judged against: chance on the T-Maze, else the random policy."""
     return CHANCE_FLOOR if env.startswith("T-Maze") else "random"
 
 
-def _floor_of(est: dict, env: str) -> str | None:
+def comparator(est: dict, env: str) -> str | None:
     """The name of ``env``'s floor estimate (chance on the T-Maze), if ``est`` holds it."""
-    return floor_of(est, env, _floor(env))
+    return floor_of(est, env, floor_name(env))
 
 
 def walk_floor(est: dict, env: str) -> str | None:
@@ -30,18 +30,22 @@ def walk_floor(est: dict, env: str) -> str | None:
     return floor_of(est, env, "random")
 
 
-def _success(r) -> float:
+def tmaze_success(r) -> float:
     return float(np.mean(np.asarray(r.episode_returns) >= 1.0))
 
 
-def _floors(cfg: RecurrentOffPolicyParams, floors: pd.DataFrame | None, claim: Claim, envs) -> dict:
+def floor_arms(
+    cfg: RecurrentOffPolicyParams, floors: pd.DataFrame | None, claim: Claim, envs
+) -> dict:
     """The floor arms of each env in ``envs`` that has floor runs (T-Maze: success rates of
     chance and of the random policy)."""
     out = {}
     for e in envs:
         if e.startswith("T-Maze"):
             for f in (CHANCE_FLOOR, "random"):
-                out |= floor_arm(floors, claim.claim_id, e, _success, f, reps=cfg.bootstrap_reps)
+                out |= floor_arm(
+                    floors, claim.claim_id, e, tmaze_success, f, reps=cfg.bootstrap_reps
+                )
         else:
             out |= floor_arm(floors, claim.claim_id, e, "score", reps=cfg.bootstrap_reps)
     return out

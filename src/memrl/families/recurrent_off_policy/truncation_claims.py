@@ -17,10 +17,11 @@ judged corridor) are counted: the carried state can hold the cue by accident.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from memrl.families.recurrent_off_policy.card import CHANCE, MARGIN, REMEMBERS
-from memrl.families.recurrent_off_policy.floor_arms import _floor_of, _floors, walk_floor
+from memrl.families.recurrent_off_policy.floor_arms import comparator, floor_arms, walk_floor
 from memrl.families.recurrent_off_policy.params import (
     RecurrentOffPolicyParams,
     bptt_arm,
@@ -64,7 +65,7 @@ def ro_11(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult
     K, longest = c.context, max(c.train_lengths)
     judged = [xi for xi in c.horizons if K < xi <= longest]
     est: dict = {"chance": reference(CHANCE)}
-    est |= _floors(cfg, floors, RO_11, [f"T-Maze xi={xi}" for xi in c.horizons])
+    est |= floor_arms(cfg, floors, RO_11, [f"T-Maze xi={xi}" for xi in c.horizons])
     for name in arms:
         for xi in c.horizons:
             label, a = _arm(cfg, list(runs.truncation), name, xi)
@@ -77,7 +78,7 @@ def ro_11(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult
     comps = []
     for xi in judged:
         env = f"T-Maze xi={xi}"
-        chance, walk = _floor_of(est, env) or "chance", walk_floor(est, env)
+        chance, walk = comparator(est, env) or "chance", walk_floor(est, env)
         comps += [
             Comparison(
                 chance,
@@ -92,7 +93,7 @@ def ro_11(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult
         comps += [Comparison(f"{a} · xi={xi}", chance, floor=walk) for a in ["RTRL", *controls]]
     r = c.arms()[-1][2]
     return ClaimResult(
-        claim=replace_metric(cfg),
+        claim=replace(RO_11, metric=RO_11.metric.format(n=c.eval_episodes)),
         estimates=est,
         ours=f"RTRL · xi={max(judged)}",
         comparisons=comps,
@@ -120,9 +121,3 @@ def ro_11(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult
         used=Budget(max(c.epochs), "epochs"),
         trend_note="none: scored once, after training",
     )
-
-
-def replace_metric(cfg: RecurrentOffPolicyParams):
-    from dataclasses import replace
-
-    return replace(RO_11, metric=RO_11.metric.format(n=cfg.truncation.eval_episodes))
