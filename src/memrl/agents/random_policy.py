@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 RANDOM = "random"
+CHANCE = "chance"  # the T-Maze's: the walk with a coin-flip turn
 
 
 def random_policy(
@@ -50,8 +51,37 @@ def random_policy(
             ret, length = 0.0, 0
             e.reset()
     e.close()
+    return _record(RANDOM, env, env_id, seed, returns, lengths, steps)
+
+
+def chance(env_id: str, env: str, seed: int, episodes: int, env_kwargs: dict) -> dict[str, Any]:
+    """The T-Maze's chance floor: the oracle's walk with a coin-flip turn (what an agent that
+    walks the maze but holds no memory of the cue scores, ~0.5; the papers' "chance"), over
+    ``episodes`` episodes of one seeded stream of cues, as :func:`random_policy`."""
+    from memrl.envs.registry import make
+    from memrl.envs.tmaze_oracle import turn
+
+    e = make(env_id, seed, **env_kwargs)
+    rng = np.random.default_rng([seed, env_kwargs.get("length", 0)])  # corridors flip apart
+    returns, lengths = [], []
+    for i in range(episodes):
+        e.reset(seed=seed if i == 0 else None)
+        ret, t, done = 0.0, 0, False
+        while not done:
+            last = t == e.unwrapped.length - 1
+            a = turn(int(rng.choice((1, -1)))) if last else e.unwrapped.RIGHT
+            _, r, done, _, _ = e.step(a)
+            ret, t = ret + float(r), t + 1
+        returns.append(ret)
+        lengths.append(t)
+    e.close()
+    return _record(CHANCE, env, env_id, seed, returns, lengths, 0)
+
+
+def _record(floor, env, env_id, seed, returns, lengths, steps) -> dict[str, Any]:
+    """A floor job's result: its episodes' returns and lengths, ``score`` their mean return."""
     return {
-        "floor": RANDOM,
+        "floor": floor,
         "env": env,
         "env_id": env_id,
         "seed": seed,

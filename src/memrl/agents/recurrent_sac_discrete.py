@@ -103,9 +103,9 @@ class RecurrentSACDiscrete:
         optimise(self.actor_opt, actor_loss)
 
         # ---- temperature: raise alpha when the policy's entropy falls below the target
-        entropy = -(probs.detach() * logp.detach()).sum(-1)
-        alpha_loss = (self.log_alpha * (entropy - self.target_entropy) * mask).sum() / n
-        if self.p.alpha is None:
+        if self.p.alpha is None:  # else held where it was set
+            entropy = -(probs.detach() * logp.detach()).sum(-1)
+            alpha_loss = (self.log_alpha * (entropy - self.target_entropy) * mask).sum() / n
             optimise(self.alpha_opt, alpha_loss)
 
         # ---- targets

@@ -18,7 +18,6 @@ class Trajectories(NamedTuple):
     returns_to_go: np.ndarray  # float32 (N, T)
 
 
-CHANCE_FLOOR = "chance"  # the floor's name
 ORACLE_DIR = "data/tmaze"  # repo-relative; built by `python -m memrl data build`, in data.dvc
 ORACLE_LENGTHS = (1, 2, 4, 8, 12, 16, 24, 32, 48)  # corridors the data set holds
 ORACLE_EPISODES = 256  # oracle runs per corridor
@@ -50,39 +49,6 @@ def turn(cue: int) -> int:
     from memrl.envs.pomdp import PassiveTMaze
 
     return PassiveTMaze.UP if cue == 1 else PassiveTMaze.DOWN
-
-
-def chance(env_id: str, env: str, seed: int, episodes: int, env_kwargs: dict) -> dict:
-    """The T-Maze's chance floor, run as jobs: the oracle's walk with a coin-flip turn (what
-    an agent that walks the maze but holds no memory of the cue scores, ~0.5; the papers'
-    "chance"). A floor record as :func:`memrl.agents.random_policy.random_policy` writes
-    one, under the floor name ``chance``."""
-    from memrl.envs.registry import make
-
-    e = make(env_id, seed, **env_kwargs)
-    rng = np.random.default_rng([seed, env_kwargs.get("length", 0)])  # corridors flip apart
-    returns, lengths = [], []
-    for i in range(episodes):
-        e.reset(seed=seed if i == 0 else None)  # one seeded stream of cues, as random_policy
-        ret, t, done = 0.0, 0, False
-        while not done:
-            last = t == e.unwrapped.length - 1
-            a = turn(int(rng.choice((1, -1)))) if last else e.unwrapped.RIGHT
-            _, r, done, _, _ = e.step(a)
-            ret, t = ret + float(r), t + 1
-        returns.append(ret)
-        lengths.append(t)
-    e.close()
-    return {
-        "floor": CHANCE_FLOOR,
-        "env": env,
-        "env_id": env_id,
-        "seed": seed,
-        "score": float(np.mean(returns)),
-        "episode_returns": returns,
-        "episode_lengths": lengths,
-        "total_timesteps": 0,
-    }
 
 
 def save_oracle(root: str | Path) -> Path:

@@ -1,6 +1,6 @@
 """The recurrent family's floors as arms (analysis side): the uniformly random policy's
 runs on every env; on the T-Maze also chance's (the oracle's walk with a coin-flip turn,
-the comparator: :func:`memrl.envs.tmaze_oracle.chance`), the random policy's there telling
+the comparator: :func:`memrl.agents.random_policy.chance`), the random policy's there telling
 whether an agent learned to walk at all."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from memrl.envs.tmaze_oracle import CHANCE_FLOOR
+from memrl.agents.random_policy import CHANCE
 from memrl.families.recurrent_off_policy.params import RecurrentOffPolicyParams
 from memrl.stats.claims import Claim
 from memrl.stats.floors import floor_arm, floor_of
@@ -16,7 +16,7 @@ from memrl.stats.floors import floor_arm, floor_of
 
 def floor_name(env: str) -> str:
     """The floor an env is judged against: chance on the T-Maze, else the random policy."""
-    return CHANCE_FLOOR if env.startswith("T-Maze") else "random"
+    return CHANCE if env.startswith("T-Maze") else "random"
 
 
 def comparator(est: dict, env: str) -> str | None:
@@ -42,7 +42,7 @@ def floor_arms(
     out = {}
     for e in envs:
         if e.startswith("T-Maze"):
-            for f in (CHANCE_FLOOR, "random"):
+            for f in (CHANCE, "random"):
                 out |= floor_arm(
                     floors, claim.claim_id, e, tmaze_success, f, reps=cfg.bootstrap_reps
                 )

@@ -7,9 +7,8 @@ knows about claims."""
 
 from __future__ import annotations
 
-from memrl.agents.random_policy import random_policy
+from memrl.agents.random_policy import CHANCE, chance, random_policy
 from memrl.envs.registry import short_env
-from memrl.envs.tmaze_oracle import CHANCE_FLOOR, chance
 from memrl.families.recurrent_off_policy.params import RecurrentOffPolicyParams
 from memrl.jobs import JobSpec
 
@@ -29,7 +28,7 @@ def _tmaze(env: str, length: int, seed: int, episodes: int, cost: float) -> list
         "episodes": episodes,
     }
     return [
-        JobSpec(CHANCE_FN, kw, cost, label=f"{CHANCE_FLOOR} · {env} · seed {seed}"),
+        JobSpec(CHANCE_FN, kw, cost, label=f"{CHANCE} · {env} · seed {seed}"),
         JobSpec(RANDOM, kw, cost, label=f"random · {env} · seed {seed}"),
     ]
 

@@ -382,31 +382,28 @@ def grid(cfg: RecurrentOffPolicyParams) -> list[JobSpec]:
         c = cfg.card
         for s in range(cfg.seeds):
             for m in c.models:
-                kw = {
-                    "model": m,
-                    "seed": s,
-                    "hp": c.offline(m).model_dump(mode="json"),
-                    "train_lengths": c.train_lengths,
-                    "episodes": c.episodes,
-                    "horizons": c.horizons,
-                    "eval_episodes": c.eval_episodes,
-                }
-                out.append(JobSpec(f"{HERE}:card_job", kw, 20.0, label=f"card {m} · seed {s}"))
+                out.append(_card_spec(c, m, s, c.offline(m), 20.0, f"card {m} · seed {s}"))
     if cfg.truncation is not None:
         c = cfg.truncation
         for s in range(c.seeds):
             for name, m, hp in c.arms():
-                kw = {
-                    "model": m,
-                    "seed": s,
-                    "hp": hp.model_dump(mode="json"),
-                    "train_lengths": c.train_lengths,
-                    "episodes": c.episodes,
-                    "horizons": c.horizons,
-                    "eval_episodes": c.eval_episodes,
-                    "study": "truncation",
-                    "arm": name,
-                }
                 cost = 0.3 * hp.epochs  # pilot: 0.4-1.0 s an epoch on the four corridors
-                out.append(JobSpec(f"{HERE}:card_job", kw, cost, label=f"{name} · seed {s}"))
+                extra = {"study": "truncation", "arm": name}
+                out.append(_card_spec(c, m, s, hp, cost, f"{name} · seed {s}", extra))
     return out
+
+
+def _card_spec(
+    c: Any, model: str, seed: int, hp: Any, cost: float, label: str, extra=None
+) -> JobSpec:
+    """A :func:`card_job` of a cloned-policy study ``c`` (the card, RO-11's test)."""
+    kw = {
+        "model": model,
+        "seed": seed,
+        "hp": hp.model_dump(mode="json"),
+        "train_lengths": c.train_lengths,
+        "episodes": c.episodes,
+        "horizons": c.horizons,
+        "eval_episodes": c.eval_episodes,
+    }
+    return JobSpec(f"{HERE}:card_job", kw | (extra or {}), cost, label=label)
