@@ -104,3 +104,13 @@ def test_the_readmes_verdict_table_is_the_published_reports():
     assert {cid: verdict.strip() for cid, verdict in rows} == {
         r["claim_id"]: r["verdict"] for r in report
     }
+
+
+def test_the_readme_s_two_commands_are_two():
+    """The README's "Two commands" section shows two commands (it listed three: an optional
+    `make install` among them, which its prose already names)."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## Two commands", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    commands = [line.split("#")[0].strip() for line in block.splitlines() if line.strip()]
+    assert commands == ["make repro", "make test"], commands
