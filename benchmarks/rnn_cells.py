@@ -2,14 +2,15 @@
 enter a job (both move every job key: they wait for the round's republish).
 
 1. **OpenBLAS warmed.** Products whose inner dimension is 256 or more run 1.3-3.6x slower
-   until the process's first product with an inner dimension above 256 (measured on the
-   AMD EPYC: 512x256x64 1.68 -> 0.47 ms, 16x256x64 47 -> 20 us), with the same bytes before
-   and after. Jobs never make such a product, so they run cold throughout.
+   until the process's first product with an inner dimension above 256, with the same
+   bytes before and after (the script prints both). Jobs never make such a product, so they
+   run cold throughout.
 2. **The LSTM cell compiled** (numba, pinned to Haswell): the per-step elementwise work of
    :class:`memrl.memory.blas_rnn.BlasLSTM` (~20 numpy calls a step; numpy's float32 ``exp``
    and ``tanh`` run scalar here) as one vectorised call a step, ``exp`` computed in float32
-   (``x = m ln2 + r``, Taylor to ``r^7``, ``2^m`` from its exponent bits: ~1.2 ulp at most in
-   the sigmoid, measured here). Forward and backward are compared with ``BlasLSTM``'s (max difference).
+   (``x = m ln2 + r``, Taylor to ``r^7``, ``2^m`` from its exponent bits). Printed: forward
+   and backward's time and largest difference from ``BlasLSTM``'s, the sigmoid's largest
+   error in ulp. Measured values: ``docs/history.md`` (2026-11-28).
 
     pip install numba    # the `bench` extra
     python benchmarks/rnn_cells.py [--batch 16] [--seq-len 32] [--hidden 64] [--reps 50]
@@ -167,7 +168,11 @@ def main() -> None:
         for t in range(T):
             np.matmul(h[t], w_hh.T, out=hw)
             step(xw[t], hw, c[t], gates[t], c[t + 1], h[t + 1], tc[t])
-        dh, dc, dg = np.zeros((B, H), np.float32), np.zeros((B, H), np.float32), gates.copy()
+        dh, dc, dg = (
+            np.zeros((B, H), np.float32),
+            np.zeros((B, H), np.float32),
+            np.empty_like(gates),
+        )
         for t in reversed(range(T)):
             dh += dy[t]
             step_back(gates[t], c[t], tc[t], dh, dc, dg[t])
