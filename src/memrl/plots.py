@@ -20,6 +20,12 @@ VERDICT_COLORS = {
 OUTCOME_COLORS = {"holds": "tab:green", "fails": "tab:red", "undecided": "tab:gray"}
 
 
+# a verdict's reason can run to ~400 characters: as one title line, wider than its figure, it
+# left constrained layout no room for the axes (they collapsed, with a warning); the claim
+# panels wrap their titles, each line taking this many inches of the figure's height
+TITLE_LINE = 0.15
+
+
 def verdict_color(category: str) -> str:
     return VERDICT_COLORS[category]
 
@@ -36,7 +42,11 @@ def forest(results: Sequence[ClaimResult | dict], ncols: int = 1):
     rows = [r for r in rows if r.get("comparisons") and isinstance(r["comparisons"][0], dict)]
     if not rows:
         return None
-    heights = [0.9 + 0.34 * len(r["comparisons"]) for r in rows]
+    titles = [textwrap.wrap(f"{r['claim_id']}: {r['verdict']}", 110) for r in rows]
+    heights = [
+        0.75 + TITLE_LINE * len(t) + 0.34 * len(r["comparisons"])
+        for t, r in zip(titles, rows, strict=True)
+    ]
     fig, axes = plt.subplots(
         len(rows),
         ncols,
@@ -45,7 +55,7 @@ def forest(results: Sequence[ClaimResult | dict], ncols: int = 1):
         gridspec_kw={"height_ratios": heights},
         layout="constrained",
     )
-    for ax, r in zip(axes[:, 0], rows, strict=True):
+    for ax, r, title in zip(axes[:, 0], rows, titles, strict=True):
         comps = r["comparisons"]
         est = r["estimates"]
         for i, c in enumerate(comps):
@@ -79,7 +89,7 @@ def forest(results: Sequence[ClaimResult | dict], ncols: int = 1):
         ax.grid(alpha=0.3, axis="x")
         ax.tick_params(axis="x", labelsize=7.5)
         ax.set_title(
-            f"{r['claim_id']}: {r['verdict']}",
+            "\n".join(title),
             fontsize=9,
             loc="left",
             color=verdict_color(r["category"]),
@@ -137,6 +147,10 @@ def ci_points(
     ax.legend(fontsize=8)
 
 
+def _coverage(res: ClaimResult) -> str:
+    return "" if res.coverage is None else f", coverage {share(res.coverage)}"
+
+
 def trend_panels(results: Sequence[ClaimResult], ncols: int = 2):
     """One small panel per claim with trends: each comparison's effect (IQM difference,
     > 0 the paper's way) against the share of our budget, with its 95% CI band; the
@@ -148,14 +162,19 @@ def trend_panels(results: Sequence[ClaimResult], ncols: int = 2):
         return None
     nrows = -(-len(shown) // ncols)
     tallest = max(len(r.trends) for r in shown)
+    titles = [
+        textwrap.wrap(f"{r.claim.claim_id} ({r.claim.regime}{_coverage(r)}): {r.verdict}", 70)
+        for r in shown
+    ]
+    lines = max(len(t) for t in titles)
     fig, axes = plt.subplots(
         nrows,
         ncols,
-        figsize=(6.4 * ncols, (2.6 + 0.32 * tallest) * nrows),
+        figsize=(6.4 * ncols, (2.45 + TITLE_LINE * lines + 0.32 * tallest) * nrows),
         squeeze=False,
         layout="constrained",
     )
-    for ax, res in zip(axes.flat, shown, strict=False):
+    for ax, res, title in zip(axes.flat, shown, titles, strict=False):
         for t in res.trends:
             x = [100 * p.fraction for p in t.points]
             label = textwrap.shorten(t.comparison, 58, placeholder="…")
@@ -175,9 +194,8 @@ def trend_panels(results: Sequence[ClaimResult], ncols: int = 2):
                 lw=0,
             )
         ax.axhline(0, color="black", lw=0.8)
-        cov = "" if res.coverage is None else f", coverage {share(res.coverage)}"
         ax.set_title(
-            f"{res.claim.claim_id} ({res.claim.regime}{cov}): {res.verdict}",
+            "\n".join(title),
             fontsize=9,
             loc="left",
             color=verdict_color(res.decision.category),

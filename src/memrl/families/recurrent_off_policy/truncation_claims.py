@@ -91,7 +91,7 @@ def ro_11(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult
             for a in truncated
         ]
         comps += [Comparison(f"{a} · xi={xi}", chance, floor=walk) for a in ["RTRL", *controls]]
-    r = c.arms()[-1][2]
+    r = next(params for name, _, params in c.arms() if name == "RTRL")
     return ClaimResult(
         claim=replace(RO_11, metric=RO_11.metric.format(n=c.eval_episodes)),
         estimates=est,
