@@ -83,7 +83,7 @@ unit: data browser install
 	@set -m; TMPDIR=$(abspath .cache/build-tmp) $(MAKE) --no-print-directory llm-server BUILD_JOBS=1 \
 		> .cache/llm-server-build.log 2>&1 & \
 		build=$$!; trap 'kill -- -$$build 2>/dev/null || true' EXIT; \
-		$(BIN)/python -m pytest -q tests --ignore=tests/test_llm_server.py; \
+		$(BIN)/python -m pytest -q --durations=15 tests --ignore=tests/test_llm_server.py; \
 		wait $$build || true; grep -v '^WARNING' .cache/llm-server-build.log | tail -3; \
 		$(BIN)/python -m pytest -q tests/test_llm_server.py
 

@@ -12,13 +12,14 @@ Levels (``MEMRL_ISA``; ``x86-64-v3`` unless set):
 
 - ``x86-64-v3`` (AVX2 + FMA, every x86-64 CPU since 2015 and every machine of this project's
   kind): torch's AVX2 kernels, numpy's x86-64-v3 dispatch (its AVX-512 paths off), OpenBLAS's
-  Haswell kernels, oneDNN capped at AVX2; every matrix product, convolution and LAPACK call
-  of torch's on that OpenBLAS (``MEMRL_PRODUCTS=openblas``: :mod:`memrl.openblas`), since
-  MKL's ``COMPATIBLE`` branch, which Intel documents as giving the same results on non-Intel
-  CPUs, was measured not to for some product shapes (issue 52); MKL stays on that branch for
-  its vector math (``exp``, ``log``: measured equal on both vendors).
+  Haswell kernels, numba compiling for Haswell, oneDNN capped at AVX2; every matrix
+  product, convolution and LAPACK call of torch's on that OpenBLAS
+  (``MEMRL_PRODUCTS=openblas``: :mod:`memrl.openblas`), since MKL's ``COMPATIBLE`` branch,
+  which Intel documents as giving the same results on non-Intel CPUs, was measured not to
+  for some product shapes (issue 52); MKL stays on that branch for its vector math (``exp``, ``log``: measured equal on both vendors).
 - ``x86-64-v2`` (SSE4.2: any x86-64 CPU from 2009): torch's default kernels, numpy's
-  baseline, OpenBLAS's Nehalem kernels, oneDNN capped at SSE4.1, MKL ``COMPATIBLE``.
+  baseline, OpenBLAS's Nehalem kernels, numba for Nehalem, oneDNN capped at SSE4.1, MKL
+  ``COMPATIBLE``.
 - ``native``: nothing pinned, each library picks for the CPU (benchmarks only; results then
   follow the CPU, and a run records so).
 
@@ -39,6 +40,10 @@ from typing import Any
 # commas: a value without spaces passes through shells and `ipykernel install --env`
 _NUMPY_ABOVE_V3 = "X86_V4,AVX512_ICL,AVX512_SPR"
 _NUMPY_ABOVE_V2 = f"X86_V3,{_NUMPY_ABOVE_V3}"
+# numba's target (memrl.memory.rnn_cells): a CPU name and its level's features, stated (an
+# unset feature list means the host's: AVX-512 on a Xeon); no value empty, for the same shells
+_NUMBA_V3 = "+avx,+avx2,+bmi,+bmi2,+f16c,+fma,+lzcnt,+movbe,+popcnt,+sse4.2"
+_NUMBA_V2 = "+popcnt,+sse4.2"
 
 LEVELS: dict[str, dict[str, str]] = {
     "x86-64-v3": {
@@ -47,6 +52,8 @@ LEVELS: dict[str, dict[str, str]] = {
         "ONEDNN_MAX_CPU_ISA": "AVX2",
         "NPY_DISABLE_CPU_FEATURES": _NUMPY_ABOVE_V3,
         "OPENBLAS_CORETYPE": "Haswell",
+        "NUMBA_CPU_NAME": "haswell",
+        "NUMBA_CPU_FEATURES": _NUMBA_V3,
         "MEMRL_PRODUCTS": "openblas",
     },
     "x86-64-v2": {
@@ -55,6 +62,8 @@ LEVELS: dict[str, dict[str, str]] = {
         "ONEDNN_MAX_CPU_ISA": "SSE41",
         "NPY_DISABLE_CPU_FEATURES": _NUMPY_ABOVE_V2,
         "OPENBLAS_CORETYPE": "Nehalem",
+        "NUMBA_CPU_NAME": "nehalem",
+        "NUMBA_CPU_FEATURES": _NUMBA_V2,
         "MEMRL_PRODUCTS": "openblas",
     },
     "native": {},
@@ -68,9 +77,16 @@ _EXPECT: dict[str, dict[str, Any]] = {
         "torch": "AVX2",
         "numpy": ["X86_V3"],
         "openblas": "Haswell",
+        "numba": "haswell",
         "products": "openblas",
     },
-    "x86-64-v2": {"torch": "DEFAULT", "numpy": [], "openblas": "Nehalem", "products": "openblas"},
+    "x86-64-v2": {
+        "torch": "DEFAULT",
+        "numpy": [],
+        "openblas": "Nehalem",
+        "numba": "nehalem",
+        "products": "openblas",
+    },
 }
 
 
@@ -159,6 +175,10 @@ def check() -> dict[str, Any]:
             seen["openblas"] = blas[0].get("architecture") if blas else None
         except ImportError:
             pass
+    if "numba" in sys.modules:
+        from numba.core import config
+
+        seen["numba"] = config.CPU_NAME
     if "torch" in sys.modules and products() == "openblas":
         from memrl.openblas import routed
 

@@ -5,7 +5,8 @@ The algorithm and hyperparameters of sb3-contrib's ``RecurrentPPO`` with rl-zoo'
 
 - **Networks.** Separate actor and critic LSTMs (``enable_critic_lstm``) over the raw
   observation, each followed by a ReLU layer (``net_arch``) and a linear head: action
-  logits, state value. No orthogonal init (zoo: ``ortho_init: False``); Adam, eps 1e-5;
+  logits, state value. The LSTMs are :class:`~memrl.memory.blas_rnn.BlasLSTM` (torch's
+  layer, equations and initial draws, on the pinned OpenBLAS with compiled cells). No orthogonal init (zoo: ``ortho_init: False``); Adam, eps 1e-5;
   learning rate and clip range constant or, as the zoo, linear to 0 over the budget.
 - **Observations** are standardised as the zoo's ``normalize: True`` (SB3 ``VecNormalize``,
   observations only): a running mean and variance over every observation the training envs
@@ -44,6 +45,7 @@ from torch.nn import functional as F
 from memrl.agents import contract
 from memrl.agents.contract import NO_EVALS, EnvFn, Evals, TrainLog
 from memrl.agents.nets import mlp
+from memrl.memory.blas_rnn import BlasLSTM
 from memrl.runtime import get_device
 from memrl.schema import PosFloat, PosInt, Prob, StrictModel
 
@@ -117,7 +119,7 @@ class Branch(nn.Module):
 
     def __init__(self, obs_dim: int, hidden: int, net_arch: list[int], out: int) -> None:
         super().__init__()
-        self.lstm = nn.LSTM(obs_dim, hidden)
+        self.lstm = BlasLSTM(obs_dim, hidden, batch_first=False)  # nn.LSTM's layer and draws
         self.head = mlp(hidden, out, net_arch)
         self.hidden = hidden
 

@@ -153,6 +153,12 @@ class PassiveTMaze(gym.Env):
         success = self._y == self._cue
         return self._obs(), float(success), True, False, {"success": success}
 
+    @staticmethod
+    def success_rate(returns) -> float:
+        """The share of episodes that ended on the cued goal, from their returns: only
+        those reach 1 (a wrong turn ends at 0 or less, a late walk cannot turn)."""
+        return float(np.mean(np.asarray(returns) >= 1.0))
+
 
 POPGYM_TASKS: dict[str, str] = {
     "RepeatPreviousEasy": "popgym.envs.repeat_previous",

@@ -5,10 +5,10 @@ whether an agent learned to walk at all."""
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from memrl.agents.random_policy import CHANCE
+from memrl.envs.pomdp import PassiveTMaze
 from memrl.families.recurrent_off_policy.params import RecurrentOffPolicyParams
 from memrl.stats.claims import Claim
 from memrl.stats.floors import floor_arm, floor_of
@@ -31,7 +31,7 @@ def walk_floor(est: dict, env: str) -> str | None:
 
 
 def tmaze_success(r) -> float:
-    return float(np.mean(np.asarray(r.episode_returns) >= 1.0))
+    return PassiveTMaze.success_rate(r.episode_returns)
 
 
 def floor_arms(

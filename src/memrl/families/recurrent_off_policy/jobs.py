@@ -54,12 +54,13 @@ def _row(
     final evaluation and the greedy policy's evaluations at each of
     :data:`~memrl.stats.curves.CHECKPOINTS`."""
     from memrl.agents.contract import log_row
+    from memrl.envs.pomdp import PassiveTMaze
     from memrl.stats.curves import CHECKPOINTS, window_mean
 
     rets, lens, evals = out["episode_returns"], out["episode_lengths"], out["eval_returns"]
 
-    def score(returns: list[float]) -> float:  # T-Maze: success = reward 1 for the right turn
-        return float(np.mean(np.asarray(returns) >= 1.0)) if length else float(np.mean(returns))
+    def score(returns: list[float]) -> float:  # T-Maze: the success rate
+        return PassiveTMaze.success_rate(returns) if length else float(np.mean(returns))
 
     row = {
         "env": f"T-Maze L={length}" if length else short_env(env_id),
