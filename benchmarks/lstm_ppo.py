@@ -21,9 +21,10 @@ from multiprocessing import get_context
 def run(method: str, seed: int, steps: int) -> tuple[str, int, float, float]:
     from memrl.families import load_family
     from memrl.families.recurrent_off_policy import jobs
-    from memrl.runtime import set_torch_threads
+    from memrl.runtime import set_torch_threads, warm_up_blas
 
     set_torch_threads(1)
+    warm_up_blas()  # as the executors do before a job
     cfg = load_family("recurrent_off_policy", "default")
     t = time.perf_counter()
     job = getattr(jobs, jobs.JOB[jobs.parse_method(method)[0]])

@@ -33,9 +33,10 @@ def main() -> None:
     from memrl.agents.recurrent_sac import RecurrentSAC
     from memrl.agents.sb3 import silent
     from memrl.envs.pomdp import make_masked
-    from memrl.runtime import set_torch_threads
+    from memrl.runtime import set_torch_threads, warm_up_blas
 
     set_torch_threads(1)
+    warm_up_blas()  # as the executors do before a job
     t = time.perf_counter()
     silent(
         SAC(

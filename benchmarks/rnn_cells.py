@@ -1,18 +1,15 @@
-"""Two levers for the recurrent family's cost (issue 55), measured in this run, before they
-enter a job (both move every job key: they wait for the round's republish).
+"""The two levers of issue 55 that the recurrent jobs use, measured in this run.
 
-1. **OpenBLAS warmed.** Products whose inner dimension is 256 or more run 1.3-3.6x slower
-   until the process's first product with an inner dimension above 256, with the same
-   bytes before and after (the script prints both). Jobs never make such a product, so they
-   run cold throughout.
-2. **The LSTM cell compiled** (numba, pinned to Haswell): the per-step elementwise work of
-   :class:`memrl.memory.blas_rnn.BlasLSTM` (~20 numpy calls a step; numpy's float32 ``exp``
-   and ``tanh`` run scalar here) as one vectorised call a step, ``exp`` computed in float32
-   (``x = m ln2 + r``, Taylor to ``r^7``, ``2^m`` from its exponent bits). Printed: forward
-   and backward's time and largest difference from ``BlasLSTM``'s, the sigmoid's largest
-   error in ulp. Measured values: ``docs/history.md`` (2026-11-28).
+1. **OpenBLAS warmed** (:func:`memrl.runtime.warm_up_blas`, before each job). Products whose
+   inner dimension is 256 or more run 1.3-3.6x slower until the process's first product
+   with an inner dimension above 256, with the same bytes before and after (printed).
+2. **The cells compiled** (:mod:`memrl.memory.rnn_cells`): :class:`BlasLSTM`'s per-step
+   gates as one numba call a step each way, against the same layer doing them with ~20
+   numpy calls a step (its code before, kept here as the baseline). Printed: forward +
+   backward time of each and their largest differences (outputs and gradients), float32.
 
-    pip install numba    # the `bench` extra
+Measured values: ``docs/history.md`` (2026-11-28).
+
     python benchmarks/rnn_cells.py [--batch 16] [--seq-len 32] [--hidden 64] [--reps 50]
 """
 
@@ -20,12 +17,10 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import math
 import time
 import timeit
 
-from memrl.memory.blas_rnn import _LSTM
-from memrl.runtime import set_torch_threads
+from memrl.runtime import set_torch_threads, warm_up_blas
 
 
 def openblas_warm_up() -> None:
@@ -46,89 +41,51 @@ def openblas_warm_up() -> None:
         return out
 
     cold = measure()
-    np.ones((256, 300), np.float32) @ np.ones((300, 256), np.float32)  # inner dimension 300
+    warm_up_blas()
     warm = measure()
-    print("OpenBLAS products (one thread), before and after one product of inner dimension 300")
+    print("OpenBLAS products (one thread), before and after memrl.runtime.warm_up_blas")
     for (m, k, n), (c, hc), (w, hw) in zip(shapes, cold, warm, strict=True):
         same = "same bytes" if hc == hw else "BYTES DIFFER"
         print(f"  {m}x{k}x{n:<6} {c * 1e6:8.1f} -> {w * 1e6:8.1f} us  {c / w:4.2f}x  {same}")
 
 
-def compiled_cells():
+def numpy_lstm(x, w_ih, w_hh, bias, dy):
+    """The LSTM's forward and backward with numpy calls per gate (BlasLSTM's loop before its
+    cells were compiled): ``(h, grad x, grad W_ih, grad W_hh)``, time first."""
     import numpy as np
-    from llvmlite import ir
-    from numba import njit, types
-    from numba.extending import intrinsic
 
-    f = np.float32
-    log2e, ln2_hi, ln2_lo = f(1 / math.log(2)), f(0.693145751953125), f(1.4286068e-06)
-    lo, hi, one, two, half = f(-87.0), f(88.0), f(1.0), f(2.0), f(0.5)
-    c2, c3, c4, c5, c6, c7 = (f(1.0 / math.factorial(k)) for k in range(2, 8))
-    jit = njit(nogil=True, error_model="numpy")  # numpy's error model: no branch per division
-    inline = njit(inline="always", error_model="numpy")
+    def sigmoid(v):
+        return 1.0 / (1.0 + np.exp(-v))
 
-    @intrinsic
-    def float32_from_bits(typingctx, bits):
-        def codegen(context, builder, signature, args):
-            return builder.bitcast(args[0], ir.FloatType())
-
-        return types.float32(types.int32), codegen
-
-    @inline
-    def exp32(x):
-        x = min(max(x, lo), hi)
-        m = np.floor(x * log2e + half)  # np.floor: math.floor would return an int64
-        r = (x - m * ln2_hi) - m * ln2_lo
-        p = one + r * (one + r * (c2 + r * (c3 + r * (c4 + r * (c5 + r * (c6 + r * c7))))))
-        return p * float32_from_bits((np.int32(m) + np.int32(127)) << np.int32(23))
-
-    @inline
-    def sigmoid(x):
-        return one / (one + exp32(-x))
-
-    @inline
-    def tanh(x):
-        return two / (one + exp32(-two * x)) - one
-
-    @jit
-    def step(xw, hw, c0, gates, c1, h1, tc):  # one pass per nonlinearity: each vectorises
-        B, H = c0.shape
-        for b in range(B):
-            for j in range(4 * H):
-                gates[b, j] = xw[b, j] + hw[b, j]
-            for j in range(2 * H):
-                gates[b, j] = sigmoid(gates[b, j])
-            for j in range(2 * H, 3 * H):
-                gates[b, j] = tanh(gates[b, j])
-            for j in range(3 * H, 4 * H):
-                gates[b, j] = sigmoid(gates[b, j])
-            for k in range(H):
-                c1[b, k] = gates[b, H + k] * c0[b, k] + gates[b, k] * gates[b, 2 * H + k]
-            for k in range(H):
-                tc[b, k] = tanh(c1[b, k])
-                h1[b, k] = gates[b, 3 * H + k] * tc[b, k]
-
-    @jit
-    def step_back(gates, c0, tc, dh, dc, dg):
-        B, H = c0.shape
-        for b in range(B):
-            for k in range(H):
-                i, fo = gates[b, k], gates[b, H + k]
-                g, o = gates[b, 2 * H + k], gates[b, 3 * H + k]
-                t = tc[b, k]
-                d = dc[b, k] + dh[b, k] * o * (one - t * t)
-                dg[b, k] = d * g * i * (one - i)
-                dg[b, H + k] = d * c0[b, k] * fo * (one - fo)
-                dg[b, 2 * H + k] = d * i * (one - g * g)
-                dg[b, 3 * H + k] = dh[b, k] * t * o * (one - o)
-                dc[b, k] = d * fo
-
-    @jit
-    def sigmoid_(a):
-        for j in range(a.size):
-            a[j] = sigmoid(a[j])
-
-    return step, step_back, sigmoid_
+    T, B, _ = x.shape
+    H = w_hh.shape[1]
+    xw = (x.reshape(T * B, -1) @ w_ih.T + bias).reshape(T, B, 4 * H)
+    gates = np.empty_like(xw)
+    c, h = np.zeros((T + 1, B, H), x.dtype), np.zeros((T + 1, B, H), x.dtype)
+    for t in range(T):
+        g = gates[t]
+        np.add(xw[t], h[t] @ w_hh.T, out=g)
+        g[:, : 2 * H] = sigmoid(g[:, : 2 * H])
+        g[:, 3 * H :] = sigmoid(g[:, 3 * H :])
+        np.tanh(g[:, 2 * H : 3 * H], out=g[:, 2 * H : 3 * H])
+        c[t + 1] = g[:, H : 2 * H] * c[t] + g[:, :H] * g[:, 2 * H : 3 * H]
+        h[t + 1] = g[:, 3 * H :] * np.tanh(c[t + 1])
+    dh, dc = np.zeros((B, H), x.dtype), np.zeros((B, H), x.dtype)
+    dg = np.empty_like(gates)
+    for t in reversed(range(T)):
+        dh += dy[t]
+        i, f, g, o = (gates[t][:, k * H : (k + 1) * H] for k in range(4))
+        tc = np.tanh(c[t + 1])
+        dc += dh * o * (1.0 - tc * tc)
+        d = dg[t]
+        d[:, :H] = dc * g * i * (1.0 - i)
+        d[:, H : 2 * H] = dc * c[t] * f * (1.0 - f)
+        d[:, 2 * H : 3 * H] = dc * i * (1.0 - g * g)
+        d[:, 3 * H :] = dh * tc * o * (1.0 - o)
+        dc = dc * f
+        dh = d @ w_hh
+    D = dg.reshape(T * B, 4 * H)
+    return h[1:], D @ w_ih, D.T @ x.reshape(T * B, -1), D.T @ h[:-1].reshape(T * B, H)
 
 
 def main() -> None:
@@ -147,11 +104,8 @@ def main() -> None:
     import numpy as np
     import torch as th
 
-    try:
-        step, step_back, sigmoid_ = compiled_cells()
-    except ImportError:
-        print("numba is not installed (pip install numba): the compiled cell not measured")
-        return
+    from memrl.memory.blas_rnn import _LSTM
+
     T, B, H = a.seq_len, a.batch, a.hidden
     rng = np.random.default_rng(0)
     x = rng.standard_normal((T, B, H), np.float32)
@@ -159,50 +113,26 @@ def main() -> None:
     w_hh = rng.uniform(-1 / H**0.5, 1 / H**0.5, (4 * H, H)).astype(np.float32)
     bias = np.zeros(4 * H, np.float32)
     dy = rng.standard_normal((T, B, H), np.float32)
-
-    def compiled():
-        xw = (x.reshape(T * B, -1) @ w_ih.T + bias).reshape(T, B, 4 * H)
-        gates, tc = np.empty_like(xw), np.empty((T, B, H), np.float32)
-        c, h = np.zeros((T + 1, B, H), np.float32), np.zeros((T + 1, B, H), np.float32)
-        hw = np.empty((B, 4 * H), np.float32)
-        for t in range(T):
-            np.matmul(h[t], w_hh.T, out=hw)
-            step(xw[t], hw, c[t], gates[t], c[t + 1], h[t + 1], tc[t])
-        dh, dc, dg = (
-            np.zeros((B, H), np.float32),
-            np.zeros((B, H), np.float32),
-            np.empty_like(gates),
-        )
-        for t in reversed(range(T)):
-            dh += dy[t]
-            step_back(gates[t], c[t], tc[t], dh, dc, dg[t])
-            np.matmul(dg[t], w_hh, out=dh)
-        d = dg.reshape(T * B, 4 * H)
-        return h[1:], d @ w_ih, d.T @ x.reshape(T * B, -1), d.T @ h[:-1].reshape(T * B, H)
-
     params = [th.from_numpy(p).requires_grad_() for p in (w_ih, w_hh, bias, bias.copy())]
     xt = th.from_numpy(x).requires_grad_()
 
-    def numpy_cells():
+    def compiled():
         for p in (xt, *params):
             p.grad = None
         zeros = th.zeros(B, H)
         y, _, _ = _LSTM.apply(xt, zeros, zeros, *params)
         y.backward(th.from_numpy(dy))
-        return y, xt.grad, params[0].grad, params[1].grad
+        return [t.detach().numpy() for t in (y, xt.grad, params[0].grad, params[1].grad)]
 
-    ours, ref = compiled(), numpy_cells()
+    def before():
+        return numpy_lstm(x, w_ih, w_hh, bias, dy)
+
     diffs = [
-        float(np.abs(o - r.detach().numpy().reshape(o.shape)).max())
-        for o, r in zip(ours, ref, strict=True)
+        float(np.abs(o - r.reshape(o.shape)).max())
+        for o, r in zip(compiled(), before(), strict=True)
     ]
-    z = (rng.standard_normal(1 << 16) * 8).astype(np.float32)
-    s = z.copy()
-    sigmoid_(s)
-    exact = 1 / (1 + np.exp(-z.astype(np.float64)))
-    ulps = float((np.abs(s - exact) / exact).max() / np.finfo(np.float32).eps)
     times = {}
-    for name, fn in (("numpy cells (BlasLSTM)", numpy_cells), ("compiled cells", compiled)):
+    for name, fn in (("numpy cells (before)", before), ("compiled cells (BlasLSTM)", compiled)):
         fn()
         t = time.perf_counter()
         for _ in range(a.reps):
@@ -210,11 +140,11 @@ def main() -> None:
         times[name] = (time.perf_counter() - t) / a.reps
     print(f"\nLSTM forward + backward, batch {B} x {T} steps, hidden {H}, float32")
     for name, secs in times.items():
-        print(f"  {name:<24} {secs * 1e3:7.2f} ms")
-    print(f"  ratio {times['compiled cells'] / times['numpy cells (BlasLSTM)']:.2f}")
+        print(f"  {name:<26} {secs * 1e3:7.2f} ms")
+    print(f"  ratio {times['compiled cells (BlasLSTM)'] / times['numpy cells (before)']:.2f}")
     print(
         f"  max |difference|: output {diffs[0]:.1e}, grad x {diffs[1]:.1e}, "
-        f"grad W_ih {diffs[2]:.1e}, grad W_hh {diffs[3]:.1e}; sigmoid {ulps:.2f} ulp at most"
+        f"grad W_ih {diffs[2]:.1e}, grad W_hh {diffs[3]:.1e}"
     )
 
 

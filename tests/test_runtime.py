@@ -1,4 +1,6 @@
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -52,3 +54,29 @@ def test_workers_auto_runs_one_job_per_core(monkeypatch, tmp_path):
     fam = families.get("experience_replay")
     fam.run(families.load_family(fam.name, "smoke"), "smoke", RunStore(tmp_path))
     assert seen["workers"] == 16  # what make repro's runs stages use, from params.yaml's auto
+
+
+WARM = r"""
+import hashlib
+import memrl
+import numpy as np
+from threadpoolctl import threadpool_limits
+threadpool_limits(1)  # as a job
+g = np.random.default_rng(0)
+pairs = [(g.standard_normal((m, k), np.float32), g.standard_normal((k, n), np.float32))
+         for m, k, n in ((64, 512, 64), (512, 256, 64), (16, 256, 64))]
+def h():
+    return [hashlib.sha256((a @ b).tobytes()).hexdigest()[:16] for a, b in pairs]
+cold = h()
+from memrl.runtime import warm_up_blas
+warm_up_blas()
+print(cold == h())
+"""
+
+
+def test_the_warm_up_product_leaves_the_bytes_as_they_were():
+    """:func:`memrl.runtime.warm_up_blas` makes one product of inner dimension > 256 so
+    that OpenBLAS runs the larger ones fast: the products before and after are the same
+    bytes (so it is in no job's key)."""
+    out = subprocess.run([sys.executable, "-c", WARM], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True"

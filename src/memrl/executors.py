@@ -27,7 +27,7 @@ from typing import Any
 from memrl import isa
 from memrl.jobs import JobSpec, _canonical, resolve
 from memrl.runs import CPU_FIELD, ISA_FIELD, RunStore
-from memrl.runtime import progress_enabled, set_torch_threads
+from memrl.runtime import progress_enabled, set_torch_threads, warm_up_blas
 
 
 # =========================================================================== running one job
@@ -37,6 +37,7 @@ def run_spec(spec: Mapping[str, Any], threads: int = 1) -> tuple[dict[str, Any],
     computes with are checked first (:func:`memrl.isa.check`) and kept with the result, as is
     the CPU time the job's process used (what prices it: :func:`memrl.runs.core_seconds`)."""
     set_torch_threads(threads)  # torch and numpy are loaded: check() sees both
+    warm_up_blas()
     kernels = isa.check()
     fn = resolve(spec["fn"])
     start, cpu = time.perf_counter(), time.process_time()

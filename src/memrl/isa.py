@@ -192,6 +192,23 @@ def check() -> dict[str, Any]:
     return {"level": name, **seen, "cpu": cpu_model()}
 
 
+def check_numba() -> None:
+    """Raise :class:`ISAError` unless numba compiles for the level's target, not this CPU
+    (numba read its settings before the pin otherwise); :mod:`memrl.memory.rnn_cells` calls
+    it when it loads."""
+    want = {k: v for k, v in LEVELS[level()].items() if k.startswith("NUMBA_")}
+    if not want:
+        return
+    from numba.core import config
+
+    got = {"NUMBA_CPU_NAME": config.CPU_NAME, "NUMBA_CPU_FEATURES": config.CPU_FEATURES}
+    if got != want:
+        raise ISAError(
+            f"numba compiles for {got}, not the pinned {want}: import memrl before numba, "
+            "or start with `python -m memrl`"
+        )
+
+
 def cpu_model() -> str:
     """This CPU's model name (``/proc/cpuinfo``), kept with every run so that a difference
     between two machines' runs can be traced to their CPUs."""

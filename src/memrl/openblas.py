@@ -50,7 +50,7 @@ def _matmul(a: th.Tensor, b: th.Tensor) -> th.Tensor:
     if dtype in _NP or not dtype.is_floating_point:
         x, y = _np(a), _np(b)
         if x.ndim >= 2 and y.ndim >= 2 and x.shape[-1] == 1:  # an outer product: one
-            return th.from_numpy(np.multiply(x, y))  # rounding each, as gemm; 10x faster
+            return th.from_numpy(np.multiply(x, y))  # rounding each, as gemm's; ~2x faster
         return th.from_numpy(np.ascontiguousarray(np.matmul(x, y)))
     return _matmul(a.float(), b.float()).to(dtype)
 
@@ -201,10 +201,6 @@ def route() -> None:
         for name, fn in KERNELS.items():
             lib.impl(name, fn, "CPU")
     _LIB = lib
-    # OpenBLAS runs products of inner dimension >= 256 1.2-3.6x slower until the process's
-    # first one of inner dimension > 256 (the weight gradients' over 512 rows among them),
-    # with the same bytes before and after (benchmarks/rnn_cells.py): one, now
-    np.ones((256, 300), np.float32) @ np.ones((300, 256), np.float32)
     # the fused CPU attention and the transformer fast path call MKL's gemm directly
     th.backends.cuda.enable_flash_sdp(False)
     th.backends.mha.set_fastpath_enabled(False)

@@ -33,6 +33,10 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic, overload
 
+from memrl import isa
+
+isa.check_numba()  # compiled for the pinned CPU, whatever this one is
+
 _jit = njit(nogil=True, error_model="numpy", cache=True)
 _inline = njit(inline="always", error_model="numpy", cache=True)
 
