@@ -67,7 +67,7 @@ def main() -> None:
 def agents(steps: int) -> None:
     """Env steps/s of MFEC and NEC vs SB3 DQN (MinAtar network), default hyperparameters."""
     from memrl.agents import mfec, nec
-    from memrl.agents.sb3_baselines import dqn_train
+    from memrl.agents.sb3_dqn import dqn_train
     from memrl.envs.registry import make
     from memrl.families import load_family
     from memrl.runtime import set_torch_threads

@@ -22,8 +22,8 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from memrl.agents import sb3_baselines
-from memrl.agents.sb3 import sb3_kwargs
+from memrl.agents import sb3_dqn, sb3_sac
+from memrl.agents.sb3 import sb3_kwargs, steady
 from memrl.envs.registry import make
 from memrl.families import load_family
 from memrl.runtime import set_torch_threads
@@ -38,21 +38,24 @@ def plain_kwargs(hp: Any, seed: int, **overrides: Any) -> dict[str, Any]:
 LEVERS: dict[str, tuple[Callable, Callable]] = {
     "before": (plain_kwargs, lambda policy: policy),
     "fused Adam": (sb3_kwargs, lambda policy: policy),
-    "steady mode": (plain_kwargs, sb3_baselines.steady),
-    "both": (sb3_kwargs, sb3_baselines.steady),
+    "steady mode": (plain_kwargs, steady),
+    "both": (sb3_kwargs, steady),
 }
 
 
 def run(lever: str, train: Callable[[], dict]) -> tuple[float, dict]:
-    kwargs, steady = LEVERS[lever]
-    saved = sb3_baselines.sb3_kwargs, sb3_baselines.steady
-    sb3_baselines.sb3_kwargs, sb3_baselines.steady = kwargs, steady
+    kwargs, policy = LEVERS[lever]
+    trainers = (sb3_dqn, sb3_sac)  # the trainers read these names from their own modules
+    saved = [(m.sb3_kwargs, m.steady) for m in trainers]
+    for m in trainers:
+        m.sb3_kwargs, m.steady = kwargs, policy
     try:
         start = time.perf_counter()
         out = train()
         return time.perf_counter() - start, out
     finally:
-        sb3_baselines.sb3_kwargs, sb3_baselines.steady = saved
+        for m, (k, p) in zip(trainers, saved, strict=True):
+            m.sb3_kwargs, m.steady = k, p
 
 
 def main() -> None:
@@ -68,19 +71,17 @@ def main() -> None:
     tasks: dict[str, tuple[int, Callable[[], dict]]] = {
         "DQN · MinAtar Breakout": (
             a.steps,
-            lambda: sb3_baselines.dqn_train(
-                partial(make, "MinAtar/Breakout-v1"), minatar, a.steps, 0
-            ),
+            lambda: sb3_dqn.dqn_train(partial(make, "MinAtar/Breakout-v1"), minatar, a.steps, 0),
         ),
         "DQN · CartPole": (
             a.steps,
-            lambda: sb3_baselines.dqn_train(
+            lambda: sb3_dqn.dqn_train(
                 partial(make, "CartPole-v1"), ec.dqn_for("CartPole-v1"), a.steps, 0
             ),
         ),
         "SAC · Pendulum": (
             a.steps // 3,
-            lambda: sb3_baselines.sac_train(
+            lambda: sb3_sac.sac_train(
                 partial(make, "memrl/Pendulum-V-v1"), ro.sac, a.steps // 3, 0
             ),
         ),

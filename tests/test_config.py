@@ -155,3 +155,25 @@ def test_a_yaml_error_names_the_line_that_opened_it(tmp_path):
     path.write_text("runtime:\n  a: 1\nx:\n  seeds: [1, 2\n  other: 3\n")
     with pytest.raises(ConfigError, match=r"params.yaml:5:.*opened at line 4\); fix line 4 or 5"):
         read_params(path, ("x",))
+
+
+def test_memrl_repro_reads_params_yaml_once(monkeypatch, capsys):
+    """Every layer before DVC starts (the CLI, preflight, the price, the targets) takes the
+    same parse: one read of params.yaml per process (it was 15)."""
+    from memrl import cli, config, pipeline
+
+    class Done:  # DVC, finished at once: the count is what happened before it
+        pid, returncode = 0, 0
+
+        def __init__(self, *args, **kwargs) -> None:
+            pass
+
+        def poll(self) -> int:
+            return 0
+
+    monkeypatch.setattr(pipeline.subprocess, "Popen", Done)
+    monkeypatch.setattr(pipeline.signal, "signal", lambda *a: None)
+    config._parse.cache_clear()
+    assert cli.main(["repro", "--profile", "smoke"]) == 0
+    assert config._parse.cache_info().misses == 1
+    assert config._parse.cache_info().hits >= 5  # the layers that asked again

@@ -136,3 +136,32 @@ def test_s5_starts_from_hippo_n_and_stays_stable():
     assert (log_bar.real < 0).all()  # |Lambda_bar| < 1: every mode decays
     y, _ = core(th.randn(2, 2000, 4), core.initial_state(2))
     assert th.isfinite(y).all()
+
+
+def test_a_new_core_is_one_table_entry(monkeypatch, params_with):
+    """Registered in ``CORES`` alone, a core is a method's core, a card model and RO-11's arm,
+    and the family's grid runs it: no other file lists the cores."""
+    from memrl.families import load_family
+    from memrl.families.recurrent_off_policy.jobs import grid
+    from memrl.families.recurrent_off_policy.params import parse_method
+    from memrl.memory.cores import CORES, CoreEntry, GRUCore
+
+    class ToyCore(GRUCore):
+        pass
+
+    monkeypatch.setitem(CORES, "toy", CoreEntry(ToyCore, "Toy", "toy core", "truncation"))
+
+    def mutate(d):
+        d["envs"][0]["methods"].append("RSAC-Toy")
+        d["card"]["models"].append("toy")
+        d["truncation"]["cores"].append("toy")
+
+    cfg = load_family(
+        "recurrent_off_policy", "default", params_with(mutate, "recurrent_off_policy")
+    )
+    labels = {s.label for s in grid(cfg)}
+    assert parse_method("RSAC-Toy") == ("RSAC", "toy", False)
+    assert any(x.startswith("RSAC-Toy · ") for x in labels)
+    assert "card toy · seed 0" in labels
+    assert "TOY truncated, 20 epochs · seed 0" in labels and "TOY full BPTT · seed 0" in labels
+    assert isinstance(make_core("toy", 3, 8), ToyCore)

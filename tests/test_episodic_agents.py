@@ -79,7 +79,7 @@ def test_episodic_control_params_are_checked(tmp_path):
 def test_dqn_epsilon_anneals_from_the_replay_start_as_minatar():
     """MinAtar's DQN: epsilon 1 until the replay starts, then linear to its final value over
     the declared share of the budget; SB3's default anneals from step 0."""
-    from memrl.agents.sb3 import exploration_schedule
+    from memrl.agents.sb3_dqn import exploration_schedule
 
     hp = load_family("episodic_control", "default").dqn_for("MinAtar/Breakout-v1")
     assert hp.anneal_from == "learning start" and hp.exploration_final_eps == 0.1

@@ -27,7 +27,7 @@ def spec(fn: str, **kw) -> JobSpec:
 def test_key_is_stable_and_depends_on_function_arguments_and_code():
     a = JobSpec("m:f", {"b": 1, "a": [1, 2.5]}, cost=3)
     assert a.key == JobSpec("m:f", {"a": [1, 2.5], "b": 1}, cost=99, label="x").key  # order, cost
-    assert a.key == "039376d37424d78154ee"  # stable across processes and machines
+    assert a.key == "4e3769f20812091ea89e"  # stable across processes and machines
     assert a.key != JobSpec("m:f", {"b": 2, "a": [1, 2.5]}).key
     assert a.key != JobSpec("m:g", {"b": 1, "a": [1, 2.5]}).key
     assert a.key != JobSpec("m:f", {"b": 1, "a": [1, 2.5]}, code="abc").key
@@ -300,3 +300,17 @@ def test_sigterm_to_the_repro_wrapper_stops_dvc_its_stage_and_the_workers(tmp_pa
     left = subprocess.run(["pgrep", "-f", "stage.py"], capture_output=True, text=True).stdout
     assert not left.strip(), f"stage processes left: {left}"
     assert len(RunStore(tmp_path / "runs").keys()) == 2 and "make repro` resumes" in out
+
+
+def test_a_gpu_run_has_keys_of_its_own_and_the_cpus_keys_stay(monkeypatch):
+    import hashlib
+
+    from memrl import isa, jobs
+
+    spec = jobs.JobSpec("tests.toy_jobs:square", {"x": 3})
+    old = {"fn": spec.fn, "kwargs": spec.kwargs, "code": spec.code, "isa": isa.KEY}
+    monkeypatch.setattr(jobs, "_device", lambda: "cpu")
+    assert spec.key == hashlib.sha256(jobs._canonical(old).encode()).hexdigest()[:20]
+    cpu = spec.key
+    monkeypatch.setattr(jobs, "_device", lambda: "cuda")
+    assert spec.key != cpu

@@ -9,7 +9,7 @@ import tempfile
 from functools import partial
 from pathlib import Path
 
-from memrl.agents.sb3_baselines import dqn_train
+from memrl.agents.sb3_dqn import dqn_train
 from memrl.envs.registry import make
 from memrl.families import load_family
 

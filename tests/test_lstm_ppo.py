@@ -63,7 +63,7 @@ def test_short_training_is_deterministic_and_logs_episodes():
 @pytest.mark.parametrize("schedule, clips", [("constant", [0.2, 0.2]), ("linear", [0.1, 0.0])])
 def test_linear_schedule_scales_clip_and_lr_with_the_budget_left(monkeypatch, schedule, clips):
     """rl-zoo's lin_<x>: x times the share of the budget left after each rollout, as SB3."""
-    from memrl.agents.sb3_baselines import _scheduled
+    from memrl.agents.sb3_rppo import _scheduled
     from memrl.envs.registry import make
     from memrl.families import load_family
 

@@ -162,9 +162,8 @@ def test_training_stage_deps_cover_every_module_its_jobs_import(fam):
     # claims, tables and the notebook are not training inputs: editing them never retrains
     assert f"src/memrl/families/{fam.name}/claims.py" not in runs["deps"]
     assert f"src/memrl/families/{fam.name}/jobs.py" not in notebook["deps"]
-    # an agent's config class lives beside it; the agent's training code is no notebook dep
-    algorithms = ("recurrent_sac.py", "recurrent_td3.py", "sb3_baselines.py", "memory_r1.py")
-    assert not [d for d in notebook["deps"] if d.endswith(algorithms) or "memory/" in d]
+    # an algorithm's config lives beside its loop (issue 54), so a notebook stage depends on
+    # the agents whose configs its family validates; their code changes the runs anyway
     assert fam.runs_dir("default") in notebook["deps"]
     assert f"notebooks/{fam.name}.ipynb" in notebook["deps"]
     assert set(fam.data) <= set(runs["deps"])

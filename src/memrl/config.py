@@ -22,6 +22,7 @@ offending key, never halfway through a run.
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -50,18 +51,13 @@ def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str
     return out
 
 
-def read_params(
-    path: str | Path | None = None, sections: Sequence[str] | None = None
-) -> dict[str, Any]:
-    """Read the raw params file (``params.yaml`` at the repo root by default); its top level
-    holds ``runtime`` and the ``sections`` named (the families), nothing else (unchecked
-    when ``sections`` is None)."""
-    path = Path(path) if path is not None else repo_root() / "params.yaml"
-    if not path.is_file():
-        raise ConfigError(f"parameter file not found: {path}")
-    with path.open() as fh:
+@functools.lru_cache(maxsize=8)
+def _parse(path: str, mtime_ns: int, size: int) -> Any:
+    """``path``'s YAML (cached by its modification time and size: every layer that asks for
+    the parameters in one process reads the file once); a syntax error as one line."""
+    with open(path) as fh:
         try:
-            raw = yaml.safe_load(fh)
+            return yaml.safe_load(fh)
         except yaml.YAMLError as err:  # one line: where, and what YAML expected
             mark = getattr(err, "problem_mark", None)
             where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
@@ -75,6 +71,19 @@ def read_params(
             else:
                 fix = "fix that line"
             raise ConfigError(f"{where}: not valid YAML ({what}); {fix}") from None
+
+
+def read_params(
+    path: str | Path | None = None, sections: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """Read the raw params file (``params.yaml`` at the repo root by default); its top level
+    holds ``runtime`` and the ``sections`` named (the families), nothing else (unchecked
+    when ``sections`` is None)."""
+    path = Path(path) if path is not None else repo_root() / "params.yaml"
+    if not path.is_file():
+        raise ConfigError(f"parameter file not found: {path}")
+    stat = path.stat()  # parsed once per process while the file stays as it was
+    raw = copy.deepcopy(_parse(str(path.resolve()), stat.st_mtime_ns, stat.st_size))
     if not isinstance(raw, dict):
         raise ConfigError(f"{path} must hold a mapping at the top level")
     if "profile" in raw:

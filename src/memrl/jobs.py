@@ -52,6 +52,13 @@ def _check_json(value: Any, where: str) -> None:
     )
 
 
+def _device() -> str:
+    """Where this machine's jobs run their torch work (:func:`memrl.runtime.get_device`)."""
+    from memrl.runtime import get_device
+
+    return get_device()
+
+
 @dataclass(frozen=True)
 class JobSpec:
     """One run: ``fn(**kwargs)`` with its expected cost.
@@ -87,11 +94,13 @@ class JobSpec:
     @property
     def key(self) -> str:
         """A stable hash of the function, its arguments, the code fingerprint and the pinned
-        instruction set (:mod:`memrl.isa`: other kernels compute other numbers)."""
-        payload = _canonical(
-            {"fn": self.fn, "kwargs": self.kwargs, "code": self.code, "isa": isa.KEY}
-        )
-        return hashlib.sha256(payload.encode()).hexdigest()[:20]
+        instruction set (:mod:`memrl.isa`: other kernels compute other numbers); on a machine
+        with a GPU, its device too (the jobs' torch work runs there)."""
+        payload = {"fn": self.fn, "kwargs": self.kwargs, "code": self.code, "isa": isa.KEY}
+        device = _device()
+        if device != "cpu":  # a GPU computes other numbers; the CPU's keys stay as they were
+            payload["device"] = device
+        return hashlib.sha256(_canonical(payload).encode()).hexdigest()[:20]
 
     @property
     def name(self) -> str:

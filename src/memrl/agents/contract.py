@@ -50,6 +50,24 @@ def checkpoint_evals(episodes: int, steps: int) -> Evals:
     return Evals(episodes, tuple(int(f * steps) for f in CHECKPOINTS[:-1]))
 
 
+def train_seeded(
+    train: Callable[..., TrainLog],
+    params: Any,
+    env_fn: EnvFn,
+    total_timesteps: int,
+    seed: int,
+    eval_episodes: int,
+) -> TrainLog:
+    """What every training job does: seed everything, then ``train(env_fn, params,
+    total_timesteps, seed, evals)`` with ``eval_episodes`` greedy episodes at each checkpoint
+    (:func:`checkpoint_evals`)."""
+    from memrl.runtime import seed_everything
+
+    seed_everything(seed)
+    evals = checkpoint_evals(eval_episodes, total_timesteps)
+    return train(env_fn, params, total_timesteps, seed, evals)
+
+
 class TrainLog(TypedDict, total=False):
     """What ``train`` returns: the training episodes (``lengths`` in env steps, summed over
     vectorised envs), then whatever evaluations it made."""

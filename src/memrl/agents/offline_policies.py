@@ -26,7 +26,7 @@ core, a linear head. Trained on the same segments of ``K`` steps, the state carr
 to the next and detached (truncated backpropagation through time: ``K`` is how far back
 gradients reach), one optimiser step per segment. **RTRL** (:class:`RTRLPolicy`): an
 element-wise LSTM whose gradients reach back to the trajectory's start by exact real-time
-recurrent learning (:mod:`memrl.memory.rtrl`), one step per trajectory. :data:`K_KIND` says
+recurrent learning (:mod:`memrl.memory.rtrl`), one step per trajectory. :func:`k_kind` says
 what ``K`` is for each.
 
 Deviations from the RATE reference (CognitiveAISystems/RATE, ``run_experiments/TMaze.sh``)
@@ -37,20 +37,52 @@ within a segment instead of relative ones, and the scale.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 import torch as th
-from pydantic import Field
+from pydantic import AfterValidator, Field
 from torch import nn
 from torch.nn import functional as F
 
+from memrl.memory.cores import CORES, core_name
 from memrl.schema import PosInt, StrictModel
+
+# what K is for each policy: the span it attends to (context), the span its training lets
+# gradients reach through its state (truncation), or nothing (none: gradients reach back to
+# the trajectory's start); the memory cores say theirs in memrl.memory.cores.CORES
+TRANSFORMERS = {
+    "dt": "context",
+    "rate": "context",  # its memory is detached between segments: no gradient across them
+    "rate_bptt": "context",  # its memory back-propagates through every segment
+}
+RTRL = "rtrl"
+
+
+def k_kind(model: str) -> str:
+    """What the context ``K`` is for ``model``: ``"context"``, ``"truncation"`` or ``"none"``."""
+    if model in TRANSFORMERS:
+        return TRANSFORMERS[model]
+    return "none" if model == RTRL else CORES[core_name(model)].k
+
+
+def model_name(model: str) -> str:
+    """``model`` if it is a policy here: a transformer, a memory core or RTRL."""
+    if model not in TRANSFORMERS and model != RTRL:
+        try:
+            core_name(model)
+        except ValueError:
+            names = [*TRANSFORMERS, *CORES, RTRL]
+            raise ValueError(f"unknown model {model!r}; choose one of {names}") from None
+    return model
+
+
+ModelName = Annotated[str, AfterValidator(model_name)]
 
 
 class OfflineParams(StrictModel):
     """A sequence policy trained by behaviour cloning on oracle T-Maze trajectories."""
 
-    model: Literal["dt", "rate", "rate_bptt", "gru", "lstm", "ffm", "s5", "window", "rtrl"]
+    model: ModelName
     context: PosInt  # K: steps per segment (transformers) or frames seen (window)
     sections: PosInt = 3  # training trajectories span 1..sections segments of K steps
     d_model: PosInt = 64
@@ -164,25 +196,9 @@ class RTRLPolicy(CorePolicy):
         return th.cat([obs, a, rtg[..., None]], -1)
 
 
-# what K is for each policy: the span it attends to (context), the span its training lets
-# gradients reach through its state (truncation), or nothing (none: gradients reach back to
-# the trajectory's start)
-K_KIND = {
-    "dt": "context",
-    "window": "context",
-    "rate": "context",  # its memory is detached between segments: no gradient across them
-    "rate_bptt": "context",  # its memory back-propagates through every segment
-    "gru": "truncation",
-    "lstm": "truncation",
-    "ffm": "truncation",
-    "s5": "truncation",
-    "rtrl": "none",
-}
-
-
 def make_policy(obs_dim: int, n_actions: int, p: OfflineParams) -> nn.Module:
-    if p.model in ("dt", "rate", "rate_bptt"):
+    if p.model in TRANSFORMERS:
         return TrajectoryTransformer(obs_dim, n_actions, p)
-    if p.model == "rtrl":
+    if p.model == RTRL:
         return RTRLPolicy(obs_dim, n_actions, p)
     return CorePolicy(obs_dim, n_actions, p)

@@ -14,7 +14,7 @@ the encoders' previous-action input) and reach the env as indices.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Annotated, Any, Literal, NamedTuple, Protocol
+from typing import Annotated, Any, NamedTuple, Protocol
 
 import gymnasium as gym
 import numpy as np
@@ -22,6 +22,7 @@ import torch as th
 from pydantic import Field
 
 from memrl.agents.contract import CHECKPOINT_SEED_OFFSET, NO_EVALS, EnvFn, Evals, TrainLog
+from memrl.memory.cores import CoreName
 from memrl.memory.sequence import SequenceReplayBuffer
 from memrl.runtime import get_device
 from memrl.schema import NonNegInt, PosFloat, PosInt, Prob, StrictModel
@@ -30,7 +31,7 @@ from memrl.schema import NonNegInt, PosFloat, PosInt, Prob, StrictModel
 class RecurrentParams(StrictModel):
     """Recurrent SAC / TD3 / SAC-discrete (the method name sets ``core`` and ``shared_encoder``)."""
 
-    core: Literal["gru", "lstm", "ffm", "window", "s5"] = "lstm"
+    core: CoreName = "lstm"
     shared_encoder: bool = False
     hidden_size: PosInt
     head: list[PosInt] = Field(min_length=1)

@@ -1,60 +1,22 @@
-"""Turn a validated hyperparameter block into stable-baselines3 keyword arguments."""
+"""Stable-Baselines3 plumbing every SB3 trainer shares: a validated hyperparameter block as
+SB3's keyword arguments, a policy that sets its training mode only when it changes, a silent
+logger, MinAtar's torso, greedy evaluation and checkpoint callbacks, the training log.
+
+The trainers sit beside their configs, one algorithm a module: :mod:`memrl.agents.sb3_sac`,
+:mod:`memrl.agents.sb3_dqn`, :mod:`memrl.agents.sb3_rppo`. Each trains one SB3 model with
+one seed and returns its per-episode training log (``episode_returns``,
+``episode_lengths``) and, where asked, the returns of deterministic evaluation episodes on
+an env seeded apart from training's (``seed + EVAL_SEED_OFFSET``).
+"""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from memrl.runtime import get_device
-from memrl.schema import NonNegInt, PosFloat, PosInt, Prob, StrictModel
-
-
-class DQNParams(StrictModel):
-    """SB3 DQN keyword arguments (``net_arch`` goes to ``policy_kwargs``)."""
-
-    learning_rate: PosFloat
-    batch_size: PosInt
-    buffer_size: PosInt
-    learning_starts: NonNegInt
-    gamma: Annotated[float, Field(gt=0, le=1)]
-    target_update_interval: PosInt
-    train_freq: PosInt
-    gradient_steps: PosInt
-    exploration_fraction: Prob
-    exploration_final_eps: Prob
-    net_arch: list[PosInt] = Field(min_length=1)
-    train_freq_unit: Literal["step", "episode"] = "step"  # SB3's train_freq=(n, unit)
-    tau: Annotated[float, Field(gt=0, le=1)] = 1.0  # target update: 1 = copy (SB3 default)
-    # epsilon anneals over exploration_fraction of the budget from step 0 (SB3) or, as the
-    # MinAtar reference, from learning_starts (acting at random until then either way)
-    anneal_from: Literal["step 0", "learning start"] = "step 0"
-
-
-def exploration_schedule(hp: DQNParams, total_steps: int):
-    """SB3's ``exploration_schedule`` (progress remaining -> epsilon) for ``hp``: 1 until the
-    anneal starts (step 0, or ``learning_starts``), then linear to ``exploration_final_eps``
-    over ``exploration_fraction`` of the budget."""
-    start = hp.learning_starts if hp.anneal_from == "learning start" else 0
-    span = max(1.0, hp.exploration_fraction * total_steps)
-
-    def epsilon(progress_remaining: float) -> float:
-        done = min(1.0, max(0.0, ((1.0 - progress_remaining) * total_steps - start) / span))
-        return 1.0 + done * (hp.exploration_final_eps - 1.0)
-
-    return epsilon
-
-
-class SACParams(StrictModel):
-    """SB3 SAC keyword arguments (``net_arch`` goes to ``policy_kwargs``)."""
-
-    learning_rate: PosFloat
-    batch_size: PosInt
-    buffer_size: PosInt
-    learning_starts: NonNegInt
-    gamma: Annotated[float, Field(gt=0, le=1)]
-    tau: Annotated[float, Field(gt=0, le=1)]
-    net_arch: list[PosInt] = Field(min_length=1)
 
 
 def sb3_kwargs(hp: BaseModel, seed: int, **overrides: Any) -> dict[str, Any]:
@@ -123,3 +85,40 @@ def minatar_cnn_extractor():
             return self.net(obs)
 
     return MinAtarCNN
+
+
+def evaluate_returns(model: Any, env: Any, episodes: int) -> list[float]:
+    """Returns of ``episodes`` deterministic episodes of an SB3 model (recurrent or not)."""
+    from stable_baselines3.common.evaluation import evaluate_policy
+
+    returns, _ = evaluate_policy(
+        model, env, n_eval_episodes=episodes, deterministic=True, return_episode_rewards=True
+    )
+    return [float(r) for r in returns]
+
+
+def checkpoint_callback(eval_at: Sequence[int], evaluate: Callable[[Any], Any]):
+    """An SB3 callback calling ``evaluate(model)`` once the run passes each step count of
+    ``eval_at`` (vectorised envs step several at a time); results in ``.results``."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class Checkpoints(BaseCallback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.todo, self.results = sorted(eval_at), []
+
+        def _on_step(self) -> bool:
+            while self.todo and self.num_timesteps >= self.todo[0]:
+                self.todo.pop(0)
+                self.results.append(evaluate(self.model))
+            return True
+
+    return Checkpoints()
+
+
+def episode_log(env: Any) -> dict[str, list]:
+    """A Monitor-wrapped env's finished episodes: ``episode_returns``, ``episode_lengths``."""
+    return {
+        "episode_returns": list(env.get_episode_rewards()),
+        "episode_lengths": list(env.get_episode_lengths()),
+    }

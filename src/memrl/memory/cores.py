@@ -23,8 +23,10 @@ loop over time.
 from __future__ import annotations
 
 import math
+from typing import Annotated, NamedTuple
 
 import torch as th
+from pydantic import AfterValidator
 from torch import nn
 from torch.nn import functional as F
 
@@ -391,9 +393,35 @@ class S5Core(nn.Module):
         return y[:, 0], state
 
 
+class CoreEntry(NamedTuple):
+    """A memory core as the rest of memrl names it."""
+
+    module: type[nn.Module]
+    label: str  # in method names (``RSAC-<label>``) and RO-11's arms
+    timed: str  # its row in the cores' timing job (the card's and RO-9's costs)
+    k: str  # what a context K is for it: "truncation" of backpropagation, or "context" seen
+
+
+# every memory core, named once: adding one is an entry here (and its module above)
+CORES: dict[str, CoreEntry] = {
+    "gru": CoreEntry(GRUCore, "GRU", "GRU core", "truncation"),
+    "lstm": CoreEntry(LSTMCore, "LSTM", "LSTM core", "truncation"),
+    "ffm": CoreEntry(FFMCore, "FFM", "FFM", "truncation"),
+    "window": CoreEntry(WindowCore, "window", "window", "context"),
+    "s5": CoreEntry(S5Core, "S5", "S5", "truncation"),
+}
+
+
+def core_name(kind: str) -> str:
+    """``kind`` if :data:`CORES` holds it, else one clear error (a pydantic validator too)."""
+    if kind not in CORES:
+        raise ValueError(f"unknown memory core {kind!r}; choose one of {sorted(CORES)}")
+    return kind
+
+
+CoreName = Annotated[str, AfterValidator(core_name)]
+
+
 def make_core(kind: str, input_size: int, hidden_size: int, **kwargs) -> nn.Module:
-    """``"gru"``, ``"lstm"``, ``"ffm"``, ``"window"`` (``context=K``) or ``"s5"``."""
-    cores = {"gru": GRUCore, "lstm": LSTMCore, "ffm": FFMCore, "window": WindowCore, "s5": S5Core}
-    if kind not in cores:
-        raise ValueError(f"unknown memory core {kind!r}; choose one of {sorted(cores)}")
-    return cores[kind](input_size, hidden_size, **kwargs)
+    """The core :data:`CORES` names ``kind`` (``context=K`` for the window)."""
+    return CORES[core_name(kind)].module(input_size, hidden_size, **kwargs)

@@ -74,20 +74,17 @@ def _run(
     size), then its tidy row."""
     from functools import partial
 
-    from memrl.agents.contract import checkpoint_evals
+    from memrl.agents.contract import train_seeded
     from memrl.envs.registry import make
-    from memrl.runtime import seed_everything
 
-    seed_everything(seed)
     t = total_timesteps
-    out = train(partial(make, env_id), params(**hp), t, seed, checkpoint_evals(0, t))
+    out = train_seeded(train, params(**hp), partial(make, env_id), t, seed, 0)
     return _row(env_id, method, seed, t, hp, out, curve_points, early_fraction)
 
 
 def dqn_job(**kw: Any) -> dict[str, Any]:
     """SB3 DQN on one env with one seed; arguments as :func:`_run`'s."""
-    from memrl.agents.sb3 import DQNParams
-    from memrl.agents.sb3_baselines import dqn_train
+    from memrl.agents.sb3_dqn import DQNParams, dqn_train
 
     return _run(dqn_train, DQNParams, **kw)
 

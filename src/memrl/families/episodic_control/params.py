@@ -13,7 +13,7 @@ from pydantic import Field, model_validator
 
 from memrl.agents.mfec import MFECParams
 from memrl.agents.nec import NECParams
-from memrl.agents.sb3 import DQNParams
+from memrl.agents.sb3_dqn import DQNParams
 from memrl.schema import EnvId, PosFloat, PosInt, StrictModel
 
 

@@ -64,8 +64,7 @@ def cliffwalk_job(seed: int, n: int, method: str, p: dict[str, Any]) -> dict[str
 def per_dqn_job(seed: int, prioritized: bool, p: dict[str, Any]) -> dict[str, Any]:
     """SB3 DQN with uniform or prioritized replay (the paper's step size x ``lr_scale``)."""
     from memrl.agents.contract import Evals, log_row
-    from memrl.agents.sb3 import DQNParams
-    from memrl.agents.sb3_baselines import per_dqn_train
+    from memrl.agents.sb3_dqn import DQNParams, per_dqn_train
     from memrl.envs.registry import make
     from memrl.runtime import seed_everything
 
@@ -89,8 +88,7 @@ def per_dqn_job(seed: int, prioritized: bool, p: dict[str, Any]) -> dict[str, An
 def her_job(seed: int, n_bits: int, her: bool, p: dict[str, Any]) -> dict[str, Any]:
     """SB3 DQN with or without HER on ``n_bits`` bit flipping: success after training and
     at each of :data:`~memrl.stats.curves.CHECKPOINTS` of its budget."""
-    from memrl.agents.sb3 import DQNParams
-    from memrl.agents.sb3_baselines import her_dqn_success
+    from memrl.agents.sb3_dqn import DQNParams, her_dqn_success
     from memrl.runtime import seed_everything
 
     seed_everything(seed)
@@ -142,8 +140,7 @@ def rae_job(seed: int, condition: str, p: dict[str, Any], prior_path: str) -> di
     """SB3 SAC from scratch or replaying an earlier experiment's data (``prior_path``, relative
     to the repo root) at a fixed ratio."""
     from memrl.agents.contract import Evals, log_row
-    from memrl.agents.sb3 import SACParams
-    from memrl.agents.sb3_baselines import sac_with_prior_train
+    from memrl.agents.sb3_sac import SACParams, sac_with_prior_train
     from memrl.envs.registry import make
     from memrl.memory.mixed import Transitions
     from memrl.runtime import repo_root, seed_everything
@@ -179,8 +176,7 @@ def stream_job(seed: int, env_id: str, method: str, p: dict[str, Any]) -> dict[s
     batch 1 (DQN1), or DQN with replay; its training curve and the mean training return of
     the last ``late_fraction`` of its steps (the paper's curves are training returns)."""
     from memrl.agents.contract import log_row
-    from memrl.agents.sb3 import DQNParams
-    from memrl.agents.sb3_baselines import dqn_train
+    from memrl.agents.sb3_dqn import DQNParams, dqn_train
     from memrl.agents.stream_q import StreamQParams
     from memrl.agents.stream_q import train as stream_train
     from memrl.envs.registry import make, short_env

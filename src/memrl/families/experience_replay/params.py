@@ -12,7 +12,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from memrl.agents.sb3 import DQNParams, SACParams
+from memrl.agents.sb3_dqn import DQNParams
+from memrl.agents.sb3_sac import SACParams
 from memrl.agents.stream_q import StreamQParams
 from memrl.schema import EnvId, NonNegInt, PosFloat, PosInt, Prob, StrictModel
 

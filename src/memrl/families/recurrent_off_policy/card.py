@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from memrl.memory.cores import CORES
 from memrl.stats.bootstrap import arm
 
 REMEMBERS = 0.9  # success IQM at which a core counts as recalling the cue
@@ -37,13 +38,7 @@ CHANCE = 0.5  # a fixed turn succeeds on half of the mazes
 MARGIN = 0.1
 LONG, SHORT, FAILS = "long-term", "short-term", "fails at xi <= K"
 # the timing job's names of the cores the card classifies (DT and RATE are not timed)
-TIMED = {
-    "gru": "GRU core",
-    "lstm": "LSTM core",
-    "ffm": "FFM",
-    "s5": "S5",
-    "window": "window",
-}
+TIMED = {kind: entry.timed for kind, entry in CORES.items()}
 
 
 def remembers(iqm: float, ci_low: float) -> bool:

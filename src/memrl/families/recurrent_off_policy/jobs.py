@@ -97,24 +97,21 @@ def _run(
     ``length``; ``wrap``: a wrapper around each env), checkpoint evaluations at each of
     :data:`~memrl.stats.curves.CHECKPOINTS` but the last (whose value is the final
     evaluation), then its tidy row (see :func:`_row`)."""
-    from memrl.agents.contract import checkpoint_evals
+    from memrl.agents.contract import train_seeded
     from memrl.envs.registry import make
-    from memrl.runtime import seed_everything
 
     def env_fn(env_seed: int | None) -> Any:
         env = make(env_id, env_seed, **({"length": length} if length else {}))
         return wrap(env) if wrap is not None else env
 
-    seed_everything(seed)
     t = total_timesteps
-    out = train(env_fn, params(**hp), t, seed, checkpoint_evals(eval_episodes, t))
+    out = train_seeded(train, params(**hp), env_fn, t, seed, eval_episodes)
     return _row(env_id, method, seed, t, out, curve_points, length)
 
 
 def sac_job(**kw: Any) -> dict[str, Any]:
     """SB3 SAC (an MLP, no memory) on one env with one seed; arguments as :func:`_run`'s."""
-    from memrl.agents.sb3 import SACParams
-    from memrl.agents.sb3_baselines import sac_train
+    from memrl.agents.sb3_sac import SACParams, sac_train
 
     return _run(sac_train, SACParams, **kw)
 
@@ -122,8 +119,7 @@ def sac_job(**kw: Any) -> dict[str, Any]:
 def sac_prev_job(**kw: Any) -> dict[str, Any]:
     """SB3 SAC reading the recurrent agents' per-step inputs ``[o_t, a_{t-1}, r_{t-1}]``
     (an MLP, no memory: separates "memory helps" from "these inputs help")."""
-    from memrl.agents.sb3 import SACParams
-    from memrl.agents.sb3_baselines import sac_train
+    from memrl.agents.sb3_sac import SACParams, sac_train
     from memrl.envs.pomdp import PreviousActionReward
 
     return _run(sac_train, SACParams, wrap=PreviousActionReward, **kw)
@@ -131,7 +127,7 @@ def sac_prev_job(**kw: Any) -> dict[str, Any]:
 
 def rppo_job(**kw: Any) -> dict[str, Any]:
     """sb3-contrib RecurrentPPO on one env with one seed; arguments as :func:`_run`'s."""
-    from memrl.agents.sb3_baselines import rppo_train
+    from memrl.agents.sb3_rppo import rppo_train
 
     return _run(rppo_train, RecurrentPPOParams, **kw)
 
@@ -202,7 +198,7 @@ def card_job(
     (per episode, and their rate). ``study``: ``card``, or ``truncation`` with ``arm`` its
     arm's name (RO-11's fair test)."""
     from memrl.agents import cloning
-    from memrl.agents.offline_policies import K_KIND, OfflineParams
+    from memrl.agents.offline_policies import OfflineParams, k_kind
     from memrl.envs.tmaze_oracle import ORACLE_DIR, load_oracle
     from memrl.runtime import repo_root, seed_everything
 
@@ -220,7 +216,7 @@ def card_job(
         "arm": arm,
         "core": model,
         "K": p.context,
-        "K_kind": K_KIND[model],
+        "K_kind": k_kind(model),
         "trained_up_to": max(train_lengths),
         "seed": seed,
         "success": {xi: float(np.mean(w)) for xi, w in won.items()},
@@ -241,7 +237,7 @@ def core_timing(batch: int, steps: int, inputs: int, hidden: int, repeats: int) 
     import torch as th
     from torch import nn
 
-    from memrl.memory.cores import make_core
+    from memrl.memory.cores import CORES, make_core
 
     th.manual_seed(0)
     x = th.randn(batch, steps, inputs)
@@ -275,14 +271,14 @@ def core_timing(batch: int, steps: int, inputs: int, hidden: int, repeats: int) 
 
     gru = nn.GRU(inputs, hidden, batch_first=True)  # torch's own layer: FFM's baseline
 
+    sizes = {"ffm": {"memory_size": 32, "context_size": 4}}  # FFM: its reference's m, c
+    # every core as the agents and the card run it, then the baselines
     cores: list[tuple[str, Callable[[], th.Tensor], nn.Module]] = [
-        ("FFM", *core("ffm", memory_size=32, context_size=4)),
+        (entry.timed, *core(kind, **sizes.get(kind, {}))) for kind, entry in CORES.items()
+    ]
+    cores += [
         ("GRUCell loop", *cell_loop(1)),
         ("nn.GRU", lambda: gru(x, th.zeros(1, batch, hidden))[0], gru),
-        ("GRU core", *core("gru")),  # as the agents and the card run it (OpenBLAS)
-        ("LSTM core", *core("lstm")),
-        ("window", *core("window")),
-        ("S5", *core("s5")),
         ("S5 (4 layers)", *core("s5", layers=4)),
     ]
     pairs = [

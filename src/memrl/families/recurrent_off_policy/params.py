@@ -7,44 +7,48 @@ family's DVC stage.
 
 from __future__ import annotations
 
-import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field, model_validator
 
 from memrl.agents.lstm_ppo import RecurrentPPOParams
+from memrl.agents.offline_policies import ModelName
 from memrl.agents.recurrent_loop import RecurrentParams
-from memrl.agents.sb3 import SACParams
+from memrl.agents.sb3_sac import SACParams
+from memrl.memory.cores import CORES, core_name
 from memrl.schema import EnvId, PosInt, StrictModel
 
-_CORES = {"GRU": "gru", "LSTM": "lstm", "FFM": "ffm", "window": "window", "S5": "s5"}
-_METHOD = re.compile(
-    r"^(SAC|SAC-prev|RPPO|PPO-LSTM|(RSAC|RTD3|SACD)-(GRU|LSTM|FFM|window|S5)(-shared)?)$"
-)
-
-
-def _method_name(name: str) -> str:
-    if not _METHOD.match(name):
-        raise ValueError(
-            f"unknown method '{name}': use SAC (SB3, no memory), SAC-prev (SB3 SAC reading "
-            "[o_t, a_t-1, r_t-1]), RPPO (sb3-contrib), PPO-LSTM "
-            "(memrl's LSTM-PPO), or "
-            "<RSAC|RTD3|SACD>-<GRU|LSTM|FFM|window|S5>[-shared], e.g. RSAC-LSTM or RTD3-GRU-shared"
-        )
-    return name
-
-
-MethodName = Annotated[str, AfterValidator(_method_name)]
+PLAIN = ("SAC", "SAC-prev", "RPPO", "PPO-LSTM")  # methods without a choice of memory core
+WITH_CORE = ("RSAC", "RTD3", "SACD")  # <algorithm>-<core label>[-shared]
 
 
 def parse_method(name: str) -> tuple[str, str | None, bool]:
     """``"RSAC-LSTM-shared"`` -> ``("RSAC", "lstm", True)``; ``"SAC"`` -> ``("SAC", None, False)``;
-    ``"SAC-prev"`` -> ``("SAC-prev", None, False)``."""
-    if _method_name(name) == "SAC-prev":
+    ``"SAC-prev"`` -> ``("SAC-prev", None, False)``; ``"PPO-LSTM"`` -> ``("PPO", "lstm", False)``.
+    The cores' labels are :data:`memrl.memory.cores.CORES`'."""
+    if name == "PPO-LSTM":
+        return "PPO", "lstm", False
+    if name in PLAIN:
         return name, None, False
-    parts = name.split("-")
-    core = _CORES[parts[1]] if len(parts) > 1 else None
-    return parts[0], core, parts[-1] == "shared"
+    algo, _, rest = name.partition("-")
+    label = rest.removesuffix("-shared")
+    by_label = {entry.label: kind for kind, entry in CORES.items()}
+    if algo in WITH_CORE and label in by_label:
+        return algo, by_label[label], rest != label
+    labels = "|".join(by_label)
+    raise ValueError(
+        f"unknown method '{name}': use SAC (SB3, no memory), SAC-prev (SB3 SAC reading "
+        "[o_t, a_t-1, r_t-1]), RPPO (sb3-contrib), PPO-LSTM (memrl's LSTM-PPO), or "
+        f"<{'|'.join(WITH_CORE)}>-<{labels}>[-shared], e.g. RSAC-LSTM or RTD3-GRU-shared"
+    )
+
+
+def _method_name(name: str) -> str:
+    parse_method(name)
+    return name
+
+
+MethodName = Annotated[str, AfterValidator(_method_name)]
 
 
 class ROEnvParams(StrictModel):
@@ -66,9 +70,6 @@ class TMazeParams(StrictModel):
     methods: list[MethodName] = Field(min_length=2)
 
 
-CardModel = Literal["dt", "rate", "rate_bptt", "gru", "lstm", "ffm", "s5", "window", "rtrl"]
-
-
 class MemoryCardParams(StrictModel):
     """The memory card (Cherepanov et al. 2024's classification): every model trained the
     same way, by behaviour cloning of oracle Passive T-Maze trajectories with context ``K``
@@ -79,17 +80,17 @@ class MemoryCardParams(StrictModel):
     train_lengths: list[PosInt] = Field(min_length=1)  # oracle corridors trained on
     episodes: PosInt  # oracle trajectories per training length
     eval_episodes: PosInt  # greedy episodes per horizon
-    models: list[CardModel] = Field(min_length=2)
+    models: list[ModelName] = Field(min_length=2)
     transformer: dict[str, float | int]  # OfflineParams of dt and rate
     recurrent: dict[str, float | int]  # OfflineParams of the memory cores
     rtrl: dict[str, float | int] = Field(default_factory=dict)  # the RTRL core's, over recurrent
 
     def offline(self, model: str) -> Any:
         """The validated :class:`memrl.agents.offline_policies.OfflineParams` of ``model``."""
-        from memrl.agents.offline_policies import OfflineParams
+        from memrl.agents.offline_policies import RTRL, TRANSFORMERS, OfflineParams
 
-        hp = self.transformer if model in ("dt", "rate", "rate_bptt") else self.recurrent
-        if model == "rtrl":  # one optimiser step per trajectory, not per segment
+        hp = self.transformer if model in TRANSFORMERS else self.recurrent
+        if model == RTRL:  # one optimiser step per trajectory, not per segment
             hp = hp | self.rtrl
         return OfflineParams(model=model, context=self.context, **hp)
 
@@ -110,7 +111,13 @@ class MemoryCardParams(StrictModel):
         return self
 
 
-TruncatedCore = Literal["gru", "lstm", "ffm", "s5"]
+def _truncated(kind: str) -> str:
+    if CORES[core_name(kind)].k != "truncation":
+        raise ValueError(f"{kind!r} is not trained by truncated backpropagation (K is its context)")
+    return kind
+
+
+TruncatedCore = Annotated[str, AfterValidator(_truncated)]
 
 
 class TruncationParams(StrictModel):
@@ -171,11 +178,11 @@ class TruncationParams(StrictModel):
 
 
 def truncated_arm(core: str, epochs: int) -> str:
-    return f"{core.upper()} truncated, {epochs} epochs"
+    return f"{CORES[core].label.upper()} truncated, {epochs} epochs"
 
 
 def bptt_arm(core: str) -> str:
-    return f"{core.upper()} full BPTT"
+    return f"{CORES[core].label.upper()} full BPTT"
 
 
 class RecurrentOffPolicyParams(StrictModel):
