@@ -12,6 +12,7 @@ Running, storing and loading jobs is :mod:`memrl.runs`; the fingerprint is
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import json
@@ -52,8 +53,10 @@ def _check_json(value: Any, where: str) -> None:
     )
 
 
+@functools.cache
 def _device() -> str:
-    """Where this machine's jobs run their torch work (:func:`memrl.runtime.get_device`)."""
+    """Where this machine's jobs run their torch work (:func:`memrl.runtime.get_device`),
+    asked once a process."""
     from memrl.runtime import get_device
 
     return get_device()

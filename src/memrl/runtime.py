@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import random
@@ -84,12 +85,14 @@ def set_torch_threads(n: int = 1) -> None:
         route()
 
 
+@functools.cache
 def warm_up_blas() -> None:
     """One product of inner dimension 300 on numpy's OpenBLAS: in a fresh process OpenBLAS
     runs products of inner dimension >= 256 (a weight gradient over 512 rows among them)
     1.2-3.6x slower until one above 256 has run, with the same bytes before and after
     (``benchmarks/rnn_cells.py``, ``tests/test_runtime.py``). The executors call it before
-    each job; jobs do not (it changes no result, so it is in no job's key)."""
+    each job, and it runs once a process; jobs do not (it changes no result, so it is in no
+    job's key)."""
     np.ones((256, 300), np.float32) @ np.ones((300, 256), np.float32)
 
 

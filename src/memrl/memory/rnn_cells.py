@@ -17,8 +17,8 @@ computed here rather than by the platform's libm, whose kernels follow the CPU::
 
 (sigmoid within 1.3 ulp of float64's where that is a normal float32, within float32's
 smallest normal below; ``tanh``'s absolute error ~1e-7 near 0, where the subtraction
-cancels). Float64 (the tests) takes ``math.exp`` and ``math.tanh``. The kernels
-take the arrays' own dtype; ``one`` is 1 in it (a literal 1 would promote float32 to 64). Each
+cancels). Float64 (the tests) takes ``math.exp`` and ``math.tanh``. The kernels take the
+arrays' own dtype; ``one`` is 1 in it (a literal 1 would promote float32 to 64). Each
 nonlinearity has its own loop, so LLVM vectorises it (one loop doing every gate stays
 scalar); numpy's error model keeps divisions free of a branch each.
 """
