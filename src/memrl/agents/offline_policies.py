@@ -67,12 +67,9 @@ def k_kind(model: str) -> str:
 
 def model_name(model: str) -> str:
     """``model`` if it is a policy here: a transformer, a memory core or RTRL."""
-    if model not in TRANSFORMERS and model != RTRL:
-        try:
-            core_name(model)
-        except ValueError:
-            names = [*TRANSFORMERS, *CORES, RTRL]
-            raise ValueError(f"unknown model {model!r}; choose one of {names}") from None
+    names = [*TRANSFORMERS, *CORES, RTRL]
+    if model not in names:
+        raise ValueError(f"unknown model {model!r}; choose one of {names}")
     return model
 
 
