@@ -57,7 +57,7 @@ check_parameters(globals(), ("profile", "output_dir", "runs_dir", "overrides"))
 # %%
 import matplotlib.pyplot as plt
 
-from memrl import families, plots
+from memrl import families, plots, runner
 from memrl.envs.registry import short_env
 from memrl.families.episodic_control import claims as ec_claims
 from memrl.families.episodic_control import tables
@@ -81,10 +81,8 @@ for e in cfg.envs:
 
 # %%
 envs = [short_env(e.env_id) for e in cfg.envs]
-store = family.store(profile, runs_dir, overrides)
-if not runs_dir:  # opened on its own: run the profile's jobs here first (stored ones reused)
-    family.run(cfg, profile, store)
-records, floors = split(family.load(cfg, profile, store))
+# the runs stage's store; opened on its own, the profile's jobs run here first (stored ones reused)
+records, floors = split(runner.family_runs(family, cfg, profile, runs_dir, overrides))
 runs = tables.load(records, envs)
 runs[["env", "method", "seed", "episodes", "early_return", "late_return", "memory_size"]].head(12)
 

@@ -49,7 +49,7 @@ check_parameters(globals(), ("profile", "output_dir", "runs_dir", "overrides"))
 # %%
 import matplotlib.pyplot as plt
 
-from memrl import families, plots
+from memrl import families, plots, runner
 from memrl.families.experience_replay import claims as er_claims
 from memrl.families.experience_replay import tables
 from memrl.results import (
@@ -68,10 +68,8 @@ family = families.get("experience_replay")
 cfg = families.load_family(family.name, profile, overrides=overrides)  # every value checked
 out = resolve_output(output_dir)
 print(f"profile={profile}  seeds={cfg.seeds}")
-store = family.store(profile, runs_dir, overrides)
-if not runs_dir:  # opened on its own: run the profile's jobs here first (stored ones reused)
-    family.run(cfg, profile, store)
-records, floors = split(family.load(cfg, profile, store))
+# the runs stage's store; opened on its own, the profile's jobs run here first (stored ones reused)
+records, floors = split(runner.family_runs(family, cfg, profile, runs_dir, overrides))
 results = tables.load(records)
 sweeps = tables.sweeps(results)  # every figure: IQM over seeds with its 95% CI (rliable)
 

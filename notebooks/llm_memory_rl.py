@@ -70,7 +70,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from memrl import families, plots
+from memrl import families, plots, runner
 from memrl.envs.dialogue import load_dialogues
 from memrl.envs.shop import ShopEnv, expert_successes, load_shop
 from memrl.families.llm_memory_rl import claims as llm_claims
@@ -118,10 +118,8 @@ print(
 # managers as `.pt`); `files_dir` says where.
 
 # %%
-store = family.store(profile, runs_dir, overrides)
-if not runs_dir:  # opened on its own: run the profile's jobs here first (stored ones reused)
-    family.run(cfg, profile, store)
-records, floors = split(family.load(cfg, profile, store))
+# the runs stage's store; opened on its own, the profile's jobs run here first (stored ones reused)
+records, floors = split(runner.family_runs(family, cfg, profile, runs_dir, overrides))
 loaded = tables.load(cfg, records)
 runs, fly, mr1 = loaded.rlem, loaded.fly, loaded.mr1
 runs[

@@ -67,7 +67,7 @@ check_parameters(globals(), ("profile", "output_dir", "runs_dir", "overrides"))
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from memrl import families, plots
+from memrl import families, plots, runner
 from memrl.envs.registry import short_env
 from memrl.families.recurrent_off_policy import card as ro_card
 from memrl.families.recurrent_off_policy import claims as ro_claims
@@ -97,10 +97,8 @@ print(
 
 # %%
 envs = [short_env(e.env_id) for e in cfg.envs]
-store = family.store(profile, runs_dir, overrides)
-if not runs_dir:  # opened on its own: run the profile's jobs here first (stored ones reused)
-    family.run(cfg, profile, store)
-records, floors = split(family.load(cfg, profile, store))
+# the runs stage's store; opened on its own, the profile's jobs run here first (stored ones reused)
+records, floors = split(runner.family_runs(family, cfg, profile, runs_dir, overrides))
 runs = tables.load(records, envs)
 runs.main[["env", "method", "seed", "episodes", "eval_return", "late_train_return"]].head(12)
 

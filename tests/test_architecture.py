@@ -99,6 +99,12 @@ def test_the_store_knows_no_family_and_no_orchestration():
     assert _under(GRAPH["memrl.runs"], *bad) == []
 
 
+def test_the_registry_only_registers():
+    """``families/__init__.py`` says which families exist and where their parts are; running
+    a family's jobs into a store and reading them back is the pipeline's, in one place."""
+    assert _under(GRAPH["memrl.families"], "memrl.executors", "memrl.runs") == []
+
+
 @pytest.mark.parametrize("module", ["memrl.report", "memrl.site"])
 def test_readers_render_data_and_import_no_family(module):
     assert _under(GRAPH[module], "memrl.families") == []

@@ -123,7 +123,7 @@ def test_published_timings_round_trip_and_never_fail(tmp_path) -> None:
 def test_the_runs_stage_publishes_timings_that_price_a_fresh_clone(tmp_path, monkeypatch):
     """The runs stage writes timings.json beside the results (kept in git); on a clone whose
     run store is empty, the estimate prices every job from it."""
-    from memrl import estimate, families, pipeline
+    from memrl import estimate, families, pipeline, runner
     from memrl.executors import Executed
 
     def fake_execute(specs, store, *args, **kwargs):  # each job "took" 2 s per unit of cost
@@ -132,8 +132,7 @@ def test_the_runs_stage_publishes_timings_that_price_a_fresh_clone(tmp_path, mon
         return Executed(len(specs), ran=len(specs))
 
     monkeypatch.setattr(pipeline, "repo_root", lambda: tmp_path)
-    monkeypatch.setattr(families, "repo_root", lambda: tmp_path)
-    monkeypatch.setattr(families, "execute", fake_execute)
+    monkeypatch.setattr(runner, "execute", fake_execute)
     monkeypatch.setattr(families.Family, "preflight", lambda self, cfg: None)
     pipeline.run_stage("experience_replay", "smoke")
     fam = families.get("experience_replay")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from memrl import cli, dvcfile, families, pipeline
+from memrl import cli, dvcfile, families, pipeline, runner
 from memrl.config import PROFILES, ConfigError
 from memrl.families import FAMILIES, effective_params
 from memrl.fingerprint import module_closure
@@ -240,7 +240,9 @@ def test_stored_runs_of_another_profile_or_other_parameters_are_refused(tmp_path
 
     def load(profile: str, runs_dir: str, overrides=None):
         cfg = families.load_family(fam.name, profile)
-        return fam.load(cfg, profile, fam.store(profile, runs_dir, overrides))
+        return runner.load_runs(
+            fam, cfg, profile, runner.open_store(fam, profile, runs_dir, overrides)
+        )
 
     with pytest.raises(MissingRunsError, match="other parameters"):
         load("default", str(tmp_path / "default"))

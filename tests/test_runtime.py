@@ -33,7 +33,7 @@ def test_device_is_picked_automatically():
 def test_workers_auto_runs_one_job_per_core(monkeypatch, tmp_path):
     """`runtime.workers: auto` (the default) on a 16-core machine: 16 jobs at a time; an
     explicit number wins; torch_threads > 1 shares the cores."""
-    from memrl import families, schema
+    from memrl import families, runner, schema
     from memrl.executors import Executed
     from memrl.runs import RunStore
     from memrl.schema import RuntimeParams
@@ -49,10 +49,10 @@ def test_workers_auto_runs_one_job_per_core(monkeypatch, tmp_path):
         seen["workers"] = workers
         return Executed(len(specs))
 
-    monkeypatch.setattr(families, "execute", fake_execute)
+    monkeypatch.setattr(runner, "execute", fake_execute)
     monkeypatch.setattr(families.Family, "preflight", lambda self, cfg: None)
     fam = families.get("experience_replay")
-    fam.run(families.load_family(fam.name, "smoke"), "smoke", RunStore(tmp_path))
+    runner.run_jobs(fam, families.load_family(fam.name, "smoke"), "smoke", RunStore(tmp_path))
     assert seen["workers"] == 16  # what make repro's runs stages use, from params.yaml's auto
 
 

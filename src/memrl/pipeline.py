@@ -37,6 +37,7 @@ from memrl.config import ConfigError, check_profile, load_runtime, resolved
 from memrl.executors import Executed
 from memrl.families import load_family, load_profile
 from memrl.profiles import pipeline_file, results_root
+from memrl.runner import open_store, run_jobs
 from memrl.runs import write_timings
 from memrl.runtime import atomic_write_text, publish, repo_root
 
@@ -79,12 +80,12 @@ def run_stage(family: str, profile: str = "default", executor: str | None = None
 
     fam = families.get(family)
     cfg = load_family(family, profile)
-    store = fam.store(profile, fam.runs_dir(profile))
+    store = open_store(fam, profile, fam.runs_dir(profile))
     specs = fam.grid(cfg)  # built once: priced, then run
     priced = estimate_family(family, profile, specs, load_runtime().processes)
     if priced.todo:  # with nothing to run, the executor's own count says so
         print(priced.summary(), flush=True)
-    done = fam.run(cfg, profile, store, executor, specs)
+    done = run_jobs(fam, cfg, profile, store, executor, specs)
     write_timings(repo_root() / fam.timings_path(profile), store.records())
     return done
 

@@ -173,7 +173,7 @@ def run(profile: str, names: Sequence[str], n: int, workers: int, cached: bool =
 
     ``cached``: rerun nothing; compare every job this machine has already computed for the
     profile (the cache JupyterLab and nbval fill) with the store."""
-    from memrl import families, isa
+    from memrl import families, isa, runner
 
     groups, records, mine = [], {}, {}
     for name in names or families.NAMES:
@@ -183,7 +183,7 @@ def run(profile: str, names: Sequence[str], n: int, workers: int, cached: bool =
         specs = [s for s in specs if identity(s.to_json()) in recs]
         records.update({s.key: recs[identity(s.to_json())] for s in specs})
         if cached:
-            cache = fam.store(profile)
+            cache = runner.open_store(fam, profile)
             mine.update({s.key: r for s in specs if not s.alone and (r := cache.load(s))})
         groups.append(specs)
     if cached:

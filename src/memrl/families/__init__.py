@@ -14,9 +14,8 @@ generic loader of :mod:`memrl.config`, which knows no family. The files a family
 run are found by following its ``jobs.py``'s imports (the training stage's DVC deps); each
 job's key holds exactly the code its function runs (:mod:`memrl.fingerprint`).
 
-A family runs its grid into a store (:meth:`Family.run`) and reads it back
-(:meth:`Family.load`), both with the parameters the caller already holds; reading never
-trains. Pricing what a run will cost is the pipeline's side (:mod:`memrl.estimate`).
+The registry only registers: running a family's grid into a store and reading it back is
+the pipeline's (:func:`memrl.pipeline.family_runs`), as is pricing it (:mod:`memrl.estimate`).
 """
 
 from __future__ import annotations
@@ -38,15 +37,11 @@ from memrl.config import (
     check_profile,
     load_runtime,
     load_section,
-    parse_overrides,
     read_params,
     resolved,
 )
-from memrl.executors import Executed, execute
 from memrl.fingerprint import job_code, module_closure
 from memrl.profiles import PROFILES
-from memrl.runs import MissingRunsError, RunStore
-from memrl.runtime import cache_dir, repo_root
 
 
 @dataclass(frozen=True)
@@ -124,65 +119,6 @@ class Family:
         if self.floors is not None:
             specs += self.floors.grid(cfg)
         return [replace(s, code=job_code(s.fn), gpu=self.gpu) for s in specs]
-
-    def store(self, profile: str, runs_dir: str | Path = "", overrides: Any = None) -> RunStore:
-        """Where the runs for ``profile`` live: ``runs_dir`` when given (what the DVC stage
-        passes: the profile's run store), else a cache store of this profile and
-        ``overrides`` (JupyterLab, nbval), which :meth:`run` fills."""
-        overrides = parse_overrides(overrides)
-        if runs_dir and overrides:
-            raise ConfigError(
-                "overrides change the runs made here; stored runs (runs_dir) were made with "
-                "params.yaml's values: leave runs_dir empty to run the overridden jobs"
-            )
-        if runs_dir:
-            path = Path(runs_dir)
-            return RunStore(path if path.is_absolute() else repo_root() / path)
-        name = profile
-        if overrides:
-            text = json.dumps(overrides, sort_keys=True, default=str)
-            name += "+" + hashlib.sha256(text.encode()).hexdigest()[:8]
-        return RunStore(cache_dir() / "runs" / self.name / name)
-
-    def run(
-        self,
-        cfg: Any,
-        profile: str,
-        store: RunStore,
-        executor: str | None = None,
-        specs: list[Any] | None = None,
-    ) -> Executed:
-        """Run the family's jobs for ``cfg`` (``specs``: its grid, when the caller built it
-        already) into ``store``, skipping stored ones; then prune stale results and write the
-        manifest (what :meth:`load` checks)."""
-        rt = load_runtime()
-        self.preflight(cfg)  # e.g. a missing model or data set fails here, before any job
-        specs = specs if specs is not None else self.grid(cfg)
-        store.root.mkdir(parents=True, exist_ok=True)
-        (store.root / "manifest.json").unlink(missing_ok=True)  # written again once all are in
-        done = execute(specs, store, executor, rt.processes, rt.torch_threads, desc=self.name)
-        store.prune(specs)
-        meta = {"family": self.name, "profile": profile, "params": params_fingerprint(cfg)}
-        store.write_manifest(specs, meta)
-        return done
-
-    def load(self, cfg: Any, profile: str, store: RunStore) -> list[dict[str, Any]]:
-        """The results in ``store``, checked to have been made for ``profile`` with ``cfg``'s
-        parameters; a clear error says which command makes them."""
-        man = store.manifest()
-        if man.get("profile") != profile or man.get("params") != params_fingerprint(cfg):
-            raise MissingRunsError(
-                f"the runs in {store.root} were made for profile '{man.get('profile')}' with "
-                f"other parameters than profile '{profile}' has now: run "
-                f"`python -m memrl repro --profile {profile}` (or `python -m memrl runs "
-                f"{self.name} --profile {profile}`)"
-            )
-        try:
-            return store.results()
-        except MissingRunsError as err:  # a run file lost or corrupt since the runs stage
-            raise MissingRunsError(
-                f"{err}: `python -m memrl runs {self.name} --profile {profile}` runs them again"
-            ) from None
 
 
 FAMILIES: tuple[Family, ...] = (
