@@ -67,15 +67,16 @@ lint: install
 # (LLAVA_BUILD=OFF: llama_cpp imports it only for image chat formats), at the version
 # requirements.lock pins (pyproject's `server` extra), memrl's own install untouched (the unit
 # tests run meanwhile); if it cannot be built here, that test says so and skips
-BUILD_JOBS ?= $(shell nproc)
+CORES ?= $(shell nproc)
+BUILD_JOBS ?= $(CORES)
 llm-server: install
 	@$(BIN)/python -c "import llama_cpp.server" 2>/dev/null || \
 		CMAKE_ARGS="-DLLAVA_BUILD=OFF" CMAKE_BUILD_PARALLEL_LEVEL=$(BUILD_JOBS) \
 		$(BIN)/python -m pip install -q -c requirements.lock 'llama-cpp-python[server]' || \
 		echo "llm-server: llama-cpp-python could not be built; tests/test_llm_server.py will skip"
 
-# The unit tests run in one process, so llama.cpp builds beside them on the other core (a
-# fresh machine's ~13 core-minutes, in their shadow); the served-backend tests run once it is
+# The unit tests run in one process per core (pytest-xdist) and llama.cpp builds beside them
+# with one job (a fresh machine's ~13 core-minutes); the served-backend tests run once it is
 # built. An interrupted or failed run stops the build with it (its own process group); its
 # temporary files stay in .cache/build-tmp (a test checks that a Ray run leaves none in /tmp)
 unit: data browser install
@@ -83,7 +84,7 @@ unit: data browser install
 	@set -m; TMPDIR=$(abspath .cache/build-tmp) $(MAKE) --no-print-directory llm-server BUILD_JOBS=1 \
 		> .cache/llm-server-build.log 2>&1 & \
 		build=$$!; trap 'kill -- -$$build 2>/dev/null || true' EXIT; \
-		$(BIN)/python -m pytest -q --durations=15 tests --ignore=tests/test_llm_server.py; \
+		$(BIN)/python -m pytest -q -n $(CORES) --durations=15 tests --ignore=tests/test_llm_server.py; \
 		wait $$build || true; grep -v '^WARNING' .cache/llm-server-build.log | tail -3; \
 		$(BIN)/python -m pytest -q tests/test_llm_server.py
 

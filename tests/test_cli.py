@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -166,8 +167,9 @@ def test_user_errors_are_one_line_with_their_fix_and_exit_2(tmp_path):
     cases.append(
         (("notebook", "experience_replay", "--profile", "smoke"), _corrupt(tmp_path), "runs")
     )
-    for args, root, words in cases:
-        out = _memrl(*args, root=root)
+    with ThreadPoolExecutor(2) as pool:  # each case a fresh process, two at a time
+        outs = list(pool.map(lambda case: _memrl(*case[0], root=case[1]), cases))
+    for (*_, words), out in zip(cases, outs, strict=True):
         lines = [x for x in out.stderr.splitlines() if x.startswith("memrl:")]
         assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr[-2000:]
         assert len(lines) == 1 and words in lines[0], out.stderr[-2000:]

@@ -125,10 +125,11 @@ def test_the_runs_stage_publishes_timings_that_price_a_fresh_clone(tmp_path, mon
     run store is empty, the estimate prices every job from it."""
     from memrl import estimate, families, pipeline, runner
     from memrl.executors import Executed
+    from memrl.runs import ISA_FIELD
 
     def fake_execute(specs, store, *args, **kwargs):  # each job "took" 2 s per unit of cost
-        for s in specs:
-            store.save(s, {"x": 1}, 2.0 * s.cost)
+        for s in specs:  # on a CPU the run records, as run_spec records it
+            store.save(s, {"x": 1, ISA_FIELD: {"cpu": "Intel Xeon (test)"}}, 2.0 * s.cost)
         return Executed(len(specs), ran=len(specs))
 
     monkeypatch.setattr(pipeline, "repo_root", lambda: tmp_path)
@@ -147,7 +148,8 @@ def test_the_runs_stage_publishes_timings_that_price_a_fresh_clone(tmp_path, mon
     assert {p.basis for p in priced.todo} == {"group, published"}
     assert len(priced.todo) == len(specs)
     assert [p.seconds for p in priced.todo] == pytest.approx([2.0 * s.cost for s in specs])
-    assert "priced from the published timings" in priced.summary()
+    # the price names the machine its seconds were measured on
+    assert "priced from the published timings on Intel Xeon (test)" in priced.summary()
 
 
 def test_repro_announces_the_cost_and_an_estimate_never_stops_it(monkeypatch, capsys):

@@ -292,6 +292,24 @@ def test_per_axis_iqm_agrees_with_rliable():
 
 
 # =========================================================================== budget and trend
+def test_iqm_is_scipys_trimmed_mean_byte_for_byte():
+    """Our IQM skips scipy's argument wrapper, not its arithmetic: the same bytes as
+    ``scipy.stats.trim_mean(x, 0.25, axis)`` on bootstrap-shaped draws, odd and even counts,
+    integers, one value, and NaN (propagated per slice)."""
+    from scipy import stats
+
+    rng = np.random.default_rng(7)
+    cases = [(rng.normal(size=(4000, n)), 1) for n in (1, 2, 3, 4, 5, 7, 10)]
+    cases += [(rng.normal(size=(5, 3, 8)), a) for a in (0, 1, 2)]
+    cases += [(rng.integers(0, 9, 11), 0), (np.array([3.5]), 0)]
+    with_nan = rng.normal(size=(6, 4))
+    with_nan[2, 1] = np.nan
+    cases += [(with_nan, 0), (with_nan, 1), (with_nan.ravel(), 0)]
+    for x, axis in cases:
+        ours, theirs = np.asarray(iqm(x, axis)), np.asarray(stats.trim_mean(x, 0.25, axis=axis))
+        assert ours.tobytes() == theirs.tobytes() and ours.shape == theirs.shape, (x.shape, axis)
+
+
 def test_a_final_claim_short_of_budget_is_inconclusive_not_refuted():
     from memrl.stats.claims import EARLY, FINAL
 

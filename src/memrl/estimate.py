@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import heapq
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,9 +39,12 @@ from memrl.jobs import JobSpec
 from memrl.runs import (
     RunStore,
     core_seconds,
+    cpu_of,
     decision_rates,
     job_group,
+    machines,
     rates,
+    read_cpus,
     read_records,
     read_timings,
 )
@@ -76,6 +79,8 @@ class FamilyEstimate:
     predictions: list[Prediction] = field(default_factory=list)
     note: str = ""  # said after the summary line (e.g. how a served model was priced)
     scale: tuple[float, int] | None = None  # published timings x this, over n groups
+    # the CPUs the prices were measured on ({model: jobs}): this store's runs, the published
+    cpus: tuple[dict[str, int], dict[str, int]] = ({}, {})
 
     @property
     def todo(self) -> list[Prediction]:
@@ -100,14 +105,15 @@ class FamilyEstimate:
         served = sum(p.basis == "server" for p in todo)
         published = sum(p.basis == f"group, {PUBLISHED}" for p in todo)
         other = sum(p.basis.startswith("group, ") for p in todo) - published
-        source = "published timings"
+        own, theirs = (f" on {machines(c)}" if c else "" for c in self.cpus)
+        source = f"published timings{theirs}"
         return (
             f"{head}, ~{self.core_seconds:,.0f} core-s, ~{_duration(self.wall_seconds)} on "
             f"{self.workers} workers (priced from the "
             + (
-                source + ("" if self.scale else ", measured on the machine that published them")
+                source + ("" if self.scale else ", not scaled to this machine")
                 if published == len(todo)
-                else "stored runs' seconds"
+                else f"stored runs' seconds{own}"
             )
             + (f"; {published} from the {source}" if 0 < published < len(todo) else "")
             + (
@@ -252,7 +258,11 @@ def estimate_family(
             else "; no run records its decisions yet, so its jobs are priced as in-process"
         )
     preds = predict(specs, store, calibration, fresh, served)
-    return FamilyEstimate(family, workers, preds, note, scale)
+    cpus = (
+        dict(Counter(map(cpu_of, records[profile]))),
+        read_cpus(root / fam.timings_path(profile)),
+    )
+    return FamilyEstimate(family, workers, preds, note, scale, cpus)
 
 
 def estimate_families(
@@ -285,9 +295,11 @@ def render(
 ) -> str:
     """The estimate as text: one line per family, its costliest job groups, and the total."""
     what = "every job (as on a fresh clone)" if fresh else "jobs not yet stored"
+    from memrl.isa import cpu_model
+
     lines = [
         f"profile {profile}: {what}, predicted from measured seconds (the stored runs', "
-        "else the published timings')"
+        f"else the published timings'); this machine: {cpu_model()}"
     ]
     total_cs = total_wall = 0.0
     for e in estimates:

@@ -17,7 +17,7 @@ import json
 import re
 import shutil
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -236,7 +236,20 @@ def timings(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
         )
         for g, r in sorted(rates(records).items())
     }
-    return {"groups": groups}
+    return {"groups": groups, "cpus": dict(sorted(Counter(map(cpu_of, records)).items()))}
+
+
+def cpu_of(rec: Mapping[str, Any]) -> str:
+    """The CPU model a stored job ran on (its record's ``isa.cpu``): prices from different
+    machines do not compare, so a price names the machine its seconds were measured on."""
+    return (rec.get("isa") or {}).get("cpu") or "an unrecorded CPU"
+
+
+def machines(cpus: Mapping[str, int]) -> str:
+    """``{model: jobs}`` as a phrase: ``AMD EPYC 7B13`` or ``AMD EPYC (40 jobs), ... (3)``."""
+    if len(cpus) == 1:
+        return next(iter(cpus))
+    return ", ".join(f"{m} ({n} jobs)" for m, n in sorted(cpus.items(), key=lambda x: -x[1]))
 
 
 def write_timings(path: str | Path, records: Sequence[dict[str, Any]]) -> None:
@@ -255,6 +268,15 @@ def read_timings(path: str | Path, field: str = "seconds_per_cost") -> dict[str,
         groups = json.loads(Path(path).read_text())["groups"]
         return {g: [float(v[field])] for g, v in groups.items() if field in v}
     except (OSError, ValueError, KeyError, TypeError):
+        return {}
+
+
+def read_cpus(path: str | Path) -> dict[str, int]:
+    """The CPU models the published timings (:func:`write_timings`) were measured on, with
+    their jobs; ``{}`` when the file is missing, unreadable or older than that field."""
+    try:
+        return {str(k): int(v) for k, v in json.loads(Path(path).read_text())["cpus"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}
 
 

@@ -24,10 +24,25 @@ class Estimate(NamedTuple):
 
 
 def iqm(values: np.ndarray, axis: int = 0) -> np.ndarray:
-    """Interquartile mean along ``axis`` (the 25%-trimmed mean, as rliable's ``aggregate_iqm``)."""
-    from scipy import stats
+    """Interquartile mean along ``axis`` (the 25%-trimmed mean, as rliable's ``aggregate_iqm``).
 
-    return stats.trim_mean(values, 0.25, axis=axis)
+    ``scipy.stats.trim_mean(values, 0.25, axis)``'s arithmetic, the same bytes (a test
+    compares them): the same partition, the same slice, the same mean; a slice holding a NaN
+    is NaN, as there. Without scipy's argument-checking wrapper (~1 ms a call), the verdict
+    simulation of tests/test_verdict_rule.py runs in about half the time."""
+    a = np.asarray(values)
+    if a.size == 0:
+        return np.float64(np.nan)
+    if not np.issubdtype(a.dtype, np.floating):
+        a = a.astype(float)
+    n = a.shape[axis]
+    low = n // 4  # int(0.25 * n): the count trimmed from each end, rounded down
+    part = np.partition(a, (low, n - low - 1), axis)
+    middle = [slice(None)] * a.ndim
+    middle[axis] = slice(low, n - low)
+    out = np.mean(part[tuple(middle)], axis=axis)
+    nan = np.isnan(a).any(axis=axis)
+    return np.where(nan, np.nan, out)[()] if nan.any() else out
 
 
 def iqm_ci(scores, reps: int = 2000, seed: int = 0) -> Estimate:
