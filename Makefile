@@ -19,13 +19,13 @@ export TRANSFORMERS_OFFLINE := 1
 export DVC_NO_ANALYTICS := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install lock data profile repro test unit verify-smoke browser llm-server site plots nbval lint lab notebooks bench
+.PHONY: install venv lock data profile repro test unit served verify-smoke browser llm-wheel llm-server site plots nbval lint lab notebooks bench
 
 # requirements.lock pins every version (constraints: the resolver has nothing left to search)
 CONSTRAINTS ?= -c requirements.lock
 $(STAMP): pyproject.toml requirements.lock
 	@echo "memrl install: 1/3 a virtual environment in $(VENV) with torch 2.13.0 (CPU; ~2 min)"
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(MAKE) --no-print-directory venv
 	@$(BIN)/python -m pip install -q 'torch==2.13.0'
 	@echo "memrl install: 2/3 memrl and its pinned dependencies (requirements.lock; ~2-3 min)"
 	@$(BIN)/python -m pip install -q $(CONSTRAINTS) -e '.[test,ray]'
@@ -36,6 +36,9 @@ $(STAMP): pyproject.toml requirements.lock
 	@echo "memrl install: done ($(VENV)); next: make repro, make test or make lab"
 
 install: $(STAMP)
+
+venv:
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 
 # after changing pyproject.toml's dependencies: resolve without the lock, then pin the result
 lock:
@@ -62,31 +65,37 @@ lint: install
 	$(BIN)/ruff format --check src tests benchmarks notebooks/*.py
 
 # llama-cpp-python's OpenAI-compatible server, for the LLM server backend's test against a
-# real server (tests/test_llm_server.py): built from source once per machine (pip keeps the
-# wheel; PyPI has no binary of it), without the multimodal library the server never loads
-# (LLAVA_BUILD=OFF: llama_cpp imports it only for image chat formats), at the version
-# requirements.lock pins (pyproject's `server` extra), memrl's own install untouched (the unit
-# tests run meanwhile); if it cannot be built here, that test says so and skips
+# real server (tests/test_llm_server.py): PyPI has no binary of it, so its wheel is built from
+# source once per machine (~13 core-minutes; pip keeps it), without the multimodal library the
+# server never loads (LLAVA_BUILD=OFF: llama_cpp imports it only for image chat formats), at
+# the version requirements.lock pins (pyproject's `server` extra). Building a wheel touches no
+# venv, so `make test` starts it first, at low priority beside the install and the unit tests
+# (its temporary files in .cache/build-tmp: a test checks that a Ray run leaves none in /tmp);
+# if it cannot be built here, the served-backend test says so and skips
 CORES ?= $(shell nproc)
 BUILD_JOBS ?= $(CORES)
-llm-server: install
-	@$(BIN)/python -c "import llama_cpp.server" 2>/dev/null || \
-		CMAKE_ARGS="-DLLAVA_BUILD=OFF" CMAKE_BUILD_PARALLEL_LEVEL=$(BUILD_JOBS) \
-		$(BIN)/python -m pip install -q -c requirements.lock 'llama-cpp-python[server]' || \
-		echo "llm-server: llama-cpp-python could not be built; tests/test_llm_server.py will skip"
-
-# The unit tests run in one process per core (pytest-xdist) and llama.cpp builds beside them
-# with one job (a fresh machine's ~13 core-minutes); the served-backend tests run once it is
-# built. An interrupted or failed run stops the build with it (its own process group); its
-# temporary files stay in .cache/build-tmp (a test checks that a Ray run leaves none in /tmp)
-unit: data browser install
+LLM_WHEELS := .cache/llm-wheels
+llm-wheel: venv
 	@mkdir -p .cache/build-tmp
-	@set -m; TMPDIR=$(abspath .cache/build-tmp) $(MAKE) --no-print-directory llm-server BUILD_JOBS=1 \
-		> .cache/llm-server-build.log 2>&1 & \
-		build=$$!; trap 'kill -- -$$build 2>/dev/null || true' EXIT; \
-		$(BIN)/python -m pytest -q -n $(CORES) --durations=15 tests --ignore=tests/test_llm_server.py; \
-		wait $$build || true; grep -v '^WARNING' .cache/llm-server-build.log | tail -3; \
-		$(BIN)/python -m pytest -q tests/test_llm_server.py
+	@$(BIN)/python -c "import llama_cpp.server" 2>/dev/null || ls $(LLM_WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1 || \
+		TMPDIR=$(abspath .cache/build-tmp) CMAKE_ARGS="-DLLAVA_BUILD=OFF" \
+		CMAKE_BUILD_PARALLEL_LEVEL=$(BUILD_JOBS) $(BIN)/python -m pip wheel -q --no-deps \
+		-w $(LLM_WHEELS) -c requirements.lock llama-cpp-python || \
+		echo "llm-wheel: llama-cpp-python could not be built; tests/test_llm_server.py will skip"
+
+llm-server: install llm-wheel
+	@$(BIN)/python -c "import llama_cpp.server" 2>/dev/null || \
+		$(BIN)/python -m pip install -q -c requirements.lock --find-links $(LLM_WHEELS) \
+		--only-binary llama-cpp-python 'llama-cpp-python[server]' || \
+		echo "llm-server: no llama-cpp-python wheel; tests/test_llm_server.py will skip"
+
+# The unit tests, one process per core (pytest-xdist); the served-backend tests, on a real
+# llama.cpp server (built by llm-wheel)
+unit: data browser install
+	$(BIN)/python -m pytest -q -n $(CORES) --durations=15 tests --ignore=tests/test_llm_server.py
+
+served: llm-server
+	$(BIN)/python -m pytest -q tests/test_llm_server.py
 
 # Debian's chromium for the results site's browser check (tests/test_site.py): installed
 # when missing and we are root (CI); otherwise those two tests say they were skipped
@@ -121,7 +130,15 @@ verify-smoke: data
 	$(BIN)/python -m memrl verify --profile smoke --cached
 	$(BIN)/python -m memrl verify --profile smoke --sample 6
 
-test: lint unit nbval verify-smoke
+# llama.cpp's wheel builds from the first minute, niced, on every core, while the install,
+# lint and unit tests run; an interrupted or failed run stops it (its own process group)
+test: venv
+	@mkdir -p .cache
+	@set -m; nice -n 10 $(MAKE) --no-print-directory llm-wheel > .cache/llm-server-build.log 2>&1 & \
+		build=$$!; trap 'kill -- -$$build 2>/dev/null || true' EXIT; \
+		$(MAKE) --no-print-directory lint unit; \
+		wait $$build || true; grep -v '^WARNING' .cache/llm-server-build.log | tail -3; \
+		$(MAKE) --no-print-directory served nbval verify-smoke
 
 lab: install
 	$(BIN)/python -m ipykernel install --sys-prefix --name memrl --display-name "memrl (.venv)" \

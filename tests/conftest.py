@@ -25,3 +25,19 @@ def params_with(tmp_path):
         return path
 
     return write
+
+
+def _stores() -> dict[str, tuple[int, int]]:
+    """Every file of the repository's smoke run store, with its size and modification time."""
+    root = repo_root() / "results" / "smoke"
+    return {str(p): (s.st_size, s.st_mtime_ns) for p in root.glob("*/runs/*") if (s := p.stat())}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_test_writes_the_published_store():
+    """The unit tests fake runs in temporary stores only: one that reached the repository's
+    smoke store (a monkeypatched root missed) would make `verify --cached` compare nbval's
+    runs with fakes. A session that changed it fails."""
+    before = _stores()
+    yield
+    assert _stores() == before, "a test wrote into results/smoke's run store"

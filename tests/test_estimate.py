@@ -133,6 +133,7 @@ def test_the_runs_stage_publishes_timings_that_price_a_fresh_clone(tmp_path, mon
         return Executed(len(specs), ran=len(specs))
 
     monkeypatch.setattr(pipeline, "repo_root", lambda: tmp_path)
+    monkeypatch.setattr(runner, "repo_root", lambda: tmp_path)  # the store: never the real one
     monkeypatch.setattr(runner, "execute", fake_execute)
     monkeypatch.setattr(families.Family, "preflight", lambda self, cfg: None)
     pipeline.run_stage("experience_replay", "smoke")
