@@ -29,8 +29,8 @@ def params_with(tmp_path):
 
 def _stores() -> dict[str, tuple[int, int]]:
     """Every file of the repository's smoke run store, with its size and modification time."""
-    root = repo_root() / "results" / "smoke"
-    return {str(p): (s.st_size, s.st_mtime_ns) for p in root.glob("*/runs/*") if (s := p.stat())}
+    stats = {p: p.stat() for p in (repo_root() / "results" / "smoke").glob("*/runs/*")}
+    return {str(p): (s.st_size, s.st_mtime_ns) for p, s in stats.items()}
 
 
 @pytest.fixture(scope="session", autouse=True)

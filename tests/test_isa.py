@@ -52,16 +52,12 @@ def _run(tmp_path, family: str, job: str, level: str, outer: dict[str, str]) -> 
     return json.loads(path.read_text())
 
 
-def _pairs(results) -> tuple[list[dict], list[dict]]:
-    out = list(results)
-    return out[:2], out[2:]
-
-
 @pytest.mark.parametrize(("family", "job"), JOBS)
 def test_a_pinned_job_gives_the_same_bytes_whatever_the_cpu_would_choose(tmp_path, family, job):
     runs = [(level, cpu) for level in (isa.DEFAULT, "native") for cpu in (THIS_CPU, LESSER_CPU)]
     with ThreadPoolExecutor(2) as pool:  # four single-threaded processes, two at a time
-        pinned, native = _pairs(pool.map(lambda r: _run(tmp_path, family, job, *r), runs))
+        out = list(pool.map(lambda r: _run(tmp_path, family, job, *r), runs))
+    pinned, native = out[:2], out[2:]
     assert _computed(pinned[0]["result"]) == _computed(pinned[1]["result"])
     assert pinned[0]["isa"] == pinned[1]["isa"] and pinned[0]["isa"]["level"] == isa.DEFAULT
     assert _computed(native[0]["result"]) != _computed(native[1]["result"]), "insensitive job"

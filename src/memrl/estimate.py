@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import heapq
 import statistics
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,7 +39,7 @@ from memrl.jobs import JobSpec
 from memrl.runs import (
     RunStore,
     core_seconds,
-    cpu_of,
+    cpus,
     decision_rates,
     job_group,
     machines,
@@ -258,11 +258,8 @@ def estimate_family(
             else "; no run records its decisions yet, so its jobs are priced as in-process"
         )
     preds = predict(specs, store, calibration, fresh, served)
-    cpus = (
-        dict(Counter(map(cpu_of, records[profile]))),
-        read_cpus(root / fam.timings_path(profile)),
-    )
-    return FamilyEstimate(family, workers, preds, note, scale, cpus)
+    measured_on = (cpus(records[profile]), read_cpus(root / fam.timings_path(profile)))
+    return FamilyEstimate(family, workers, preds, note, scale, measured_on)
 
 
 def estimate_families(
@@ -294,9 +291,9 @@ def render(
     estimates: Sequence[FamilyEstimate], profile: str, top: int = 6, fresh: bool = False
 ) -> str:
     """The estimate as text: one line per family, its costliest job groups, and the total."""
-    what = "every job (as on a fresh clone)" if fresh else "jobs not yet stored"
     from memrl.isa import cpu_model
 
+    what = "every job (as on a fresh clone)" if fresh else "jobs not yet stored"
     lines = [
         f"profile {profile}: {what}, predicted from measured seconds (the stored runs', "
         f"else the published timings'); this machine: {cpu_model()}"

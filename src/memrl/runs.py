@@ -236,13 +236,15 @@ def timings(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
         )
         for g, r in sorted(rates(records).items())
     }
-    return {"groups": groups, "cpus": dict(sorted(Counter(map(cpu_of, records)).items()))}
+    return {"groups": groups, "cpus": cpus(records)}
 
 
-def cpu_of(rec: Mapping[str, Any]) -> str:
-    """The CPU model a stored job ran on (its record's ``isa.cpu``): prices from different
-    machines do not compare, so a price names the machine its seconds were measured on."""
-    return (rec.get("isa") or {}).get("cpu") or "an unrecorded CPU"
+def cpus(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """``{CPU model: jobs}`` of stored records (each record's ``isa.cpu``): prices from
+    different machines do not compare, so a price names the machine its seconds were
+    measured on."""
+    seen = Counter((rec.get("isa") or {}).get("cpu") or "an unrecorded CPU" for rec in records)
+    return dict(sorted(seen.items()))
 
 
 def machines(cpus: Mapping[str, int]) -> str:

@@ -7,7 +7,8 @@ The algorithm and hyperparameters of sb3-contrib's ``RecurrentPPO`` with rl-zoo'
   observation, each followed by a ReLU layer (``net_arch``) and a linear head: action
   logits, state value. The LSTMs are :class:`~memrl.memory.blas_rnn.BlasLSTM` (torch's
   layer, equations and initial draws, on the pinned OpenBLAS with compiled cells). No
-  orthogonal init (zoo: ``ortho_init: False``); Adam, eps 1e-5; learning rate and clip range constant or, as the zoo, linear to 0 over the budget.
+  orthogonal init (zoo: ``ortho_init: False``); Adam, eps 1e-5; learning rate and clip range
+  constant or, as the zoo, linear to 0 over the budget.
 - **Observations** are standardised as the zoo's ``normalize: True`` (SB3 ``VecNormalize``,
   observations only): a running mean and variance over every observation the training envs
   return, ``clip((o - mean) / sqrt(var + 1e-8), +-10)``; evaluation uses the stats frozen.

@@ -15,7 +15,7 @@ run are found by following its ``jobs.py``'s imports (the training stage's DVC d
 job's key holds exactly the code its function runs (:mod:`memrl.fingerprint`).
 
 The registry only registers: running a family's grid into a store and reading it back is
-the pipeline's (:func:`memrl.pipeline.family_runs`), as is pricing it (:mod:`memrl.estimate`).
+:mod:`memrl.runner`'s (:func:`~memrl.runner.family_runs`); pricing it is :mod:`memrl.estimate`'s.
 """
 
 from __future__ import annotations
