@@ -131,14 +131,15 @@ verify-smoke: data
 	$(BIN)/python -m memrl verify --profile smoke --sample 6
 
 # llama.cpp's wheel builds from the first minute, niced, on every core, while the install,
-# lint and unit tests run; an interrupted or failed run stops it (its own process group)
+# lint, unit tests, notebooks and verify run; the served-backend tests, which need it, come
+# last; an interrupted or failed run stops the build (its own process group)
 test: venv
 	@mkdir -p .cache
 	@set -m; nice -n 10 $(MAKE) --no-print-directory llm-wheel > .cache/llm-server-build.log 2>&1 & \
 		build=$$!; trap 'kill -- -$$build 2>/dev/null || true' EXIT; \
-		$(MAKE) --no-print-directory lint unit; \
+		$(MAKE) --no-print-directory lint unit nbval verify-smoke; \
 		wait $$build || true; { grep -v '^WARNING' .cache/llm-server-build.log || true; } | tail -3; \
-		$(MAKE) --no-print-directory served nbval verify-smoke
+		$(MAKE) --no-print-directory served
 
 lab: install
 	$(BIN)/python -m ipykernel install --sys-prefix --name memrl --display-name "memrl (.venv)" \

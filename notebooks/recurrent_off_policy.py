@@ -245,7 +245,7 @@ if len(trunc):
 # constants from the papers (no seeds), shown beside our runs.
 
 # %%
-rows = ro_claims.claims(cfg, runs, floors)
+rows = ro_claims.claims(cfg, runs, floors, paper=families.load_family(family.name, "paper"))
 checked = [r for r in rows if not r.claim.machine_dependent]
 fig = plots.forest(checked)
 save_figure(fig, out / "figures" / "claims.png")

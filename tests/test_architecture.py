@@ -122,3 +122,23 @@ def test_lower_layers_import_nothing_above_them(layer):
     )
     for module in _under(set(GRAPH), layer):
         assert _under(GRAPH[module], *above) == [], module
+
+
+# where a profile is read from params.yaml: the CLI, the pipeline's stages and what they call
+# at the top (the registry's loader, the data recipes, verify, the runner's runtime)
+READERS = ("load_family", "load_profile", "load_runtime", "read_params")
+
+
+@pytest.mark.parametrize(
+    "module", [m for m in MODULES if m.rsplit(".", 1)[-1] in ("claims", "tables", "statements")]
+)
+def test_analysis_is_given_its_parameters_and_reads_no_profile(module):
+    """A family's claims and tables are handed the sections they judge by (the notebook
+    resolves them, once, with its overrides); none loads a profile behind its caller's back
+    (RO-1 to RO-3 read the ``paper`` profile themselves until the sixteenth session)."""
+    called = {
+        n.func.id if isinstance(n.func, ast.Name) else n.func.attr
+        for n in ast.walk(ast.parse(MODULES[module].read_text()))
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name | ast.Attribute)
+    }
+    assert called.isdisjoint(READERS), (module, called & set(READERS))

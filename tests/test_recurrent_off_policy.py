@@ -120,17 +120,22 @@ def default_cfg():
     return cfg.model_copy(update={"bootstrap_reps": 200})  # fast; verdicts are not borderline
 
 
+def claims(cfg, runs, floors=None):
+    """The family's claims beside the ``paper`` profile, as the notebook calls them."""
+    return ro.claims(cfg, runs, floors, paper=load_family("recurrent_off_policy", "paper"))
+
+
 def test_claims_verdicts_follow_the_runs():
     # 5 seeds against a constant (RO-4's majority of seeds at 500) cannot decide at 95%: all 5
     # at 500 happens in 1 of 32 experiments where each seed's chance is one half
     five = default_cfg()
-    got = {r.claim.claim_id: r for r in ro.claims(five, fake_runs(five, -150.0, -1200.0))}
+    got = {r.claim.claim_id: r for r in claims(five, fake_runs(five, -150.0, -1200.0))}
     # against a constant, 5 seeds cannot decide whatever they score: the design says so
     assert got["RO-4"].verdict == (
         "inconclusive (design: no outcome can decide at these seeds; ~6 per arm could)"
     )
     cfg = five.model_copy(update={"seeds": 6})
-    good = {r.claim.claim_id: r for r in ro.claims(cfg, fake_runs(cfg, -150.0, -1200.0))}
+    good = {r.claim.claim_id: r for r in claims(cfg, fake_runs(cfg, -150.0, -1200.0))}
     assert set(good) == {"RO-1", "RO-2", "RO-3", "RO-4", "RO-5", "RO-7", "RO-8"}
     # final-regime claims at < 50% of the papers' budgets: "partially" when they hold,
     # "partially contradicted" when they fail, both narrowed by the budget
@@ -139,7 +144,7 @@ def test_claims_verdicts_follow_the_runs():
     assert good["RO-7"].decision.category == REPRODUCED  # the T-Maze paper's budget is unknown
     assert good["RO-4"].decision.category == REPRODUCED  # LSTM-PPO at the zoo's 100k steps
     assert good["RO-1"].to_row()["n_seeds"] == 6  # the paper's constants are not seeds
-    bad = {r.claim.claim_id: r for r in ro.claims(cfg, fake_runs(cfg, -1200.0, -150.0))}
+    bad = {r.claim.claim_id: r for r in claims(cfg, fake_runs(cfg, -1200.0, -150.0))}
     assert {bad[c].decision.category for c in ("RO-1", "RO-3", "RO-8")} == {CONTRADICTED}
     assert good["RO-8"].decision.category == PARTIALLY  # S5 above the GRU at 0.05% of 15M steps
     assert bad["RO-4"].decision.category == NOT_REPRODUCED  # at 100% coverage a failure is a "no"
@@ -147,18 +152,28 @@ def test_claims_verdicts_follow_the_runs():
     full = cfg.model_copy(
         update={"envs": [e.model_copy(update={"total_timesteps": 100_000}) for e in cfg.envs]}
     )
-    good = {r.claim.claim_id: r for r in ro.claims(full, fake_runs(full, -150.0, -1200.0))}
+    good = {r.claim.claim_id: r for r in claims(full, fake_runs(full, -150.0, -1200.0))}
     assert (
         good["RO-1"].decision.category == REPRODUCED
         and good["RO-4"].decision.category == REPRODUCED
     )
-    bad = {r.claim.claim_id: r for r in ro.claims(full, fake_runs(full, -1200.0, -150.0))}
+    bad = {r.claim.claim_id: r for r in claims(full, fake_runs(full, -1200.0, -150.0))}
     assert {bad[c].decision.category for c in ("RO-1", "RO-3", "RO-4")} == {NOT_REPRODUCED}
+
+
+def test_recurrent_sacs_scale_is_stated_beside_the_paper_profile_it_is_given():
+    cfg = default_cfg()
+    paper = load_family("recurrent_off_policy", "paper")
+    rows = ro.claims(cfg, fake_runs(cfg, -150.0, -1200.0), paper=paper)
+    first = {r.claim.claim_id: r.deviations[0] for r in rows}
+    for cid in ("RO-1", "RO-2", "RO-3"):
+        assert first[cid].startswith("recurrent SAC/TD3: hidden_size 64 (paper 128)"), first[cid]
+    assert not first["RO-4"].startswith("recurrent SAC/TD3")
 
 
 def test_claims_carry_trends_from_the_checkpoint_evaluations():
     cfg = default_cfg()
-    rows = {r.claim.claim_id: r for r in ro.claims(cfg, fake_runs(cfg, -150.0, -1200.0))}
+    rows = {r.claim.claim_id: r for r in claims(cfg, fake_runs(cfg, -150.0, -1200.0))}
     trends = rows["RO-1"].trends
     vs_sac = trends[0]
     vs_optimum = next(t for t in trends if "near-optimal" in t.comparison)
@@ -175,7 +190,7 @@ def test_t_maze_claim_fails_when_the_window_agent_recalls_beyond_its_context():
     cfg = default_cfg()
     runs = fake_runs(cfg, -150.0, -1200.0)
     runs.tmaze.loc[runs.tmaze.method == "SACD-window", "success"] = 1.0  # beyond K: not the claim
-    rows = {r.claim.claim_id: r for r in ro.claims(cfg, runs)}
+    rows = {r.claim.claim_id: r for r in claims(cfg, runs)}
     # the window's comparisons beyond K fail, the rest do not decide: the mirror of "partially"
     assert rows["RO-7"].decision.category == CONTRADICTED
 
@@ -195,7 +210,7 @@ def test_timing_claims_test_the_papers_ratio():
     cfg = default_cfg()  # the papers' timing sizes
 
     def judged(timing):
-        return {r.claim.claim_id: r for r in ro.claims(cfg, fake_runs(cfg, 0, -1, timing=timing))}
+        return {r.claim.claim_id: r for r in claims(cfg, fake_runs(cfg, 0, -1, timing=timing))}
 
     rows = judged(_timing(FFM=10.0, loop=30.0, gru=25.0))
     assert "RO-9" not in rows  # no S5 timed
@@ -206,7 +221,7 @@ def test_timing_claims_test_the_papers_ratio():
     assert beside == ["holds", "holds"]
     assert rows["RO-6"].extra["speed-up"]["GRUCell loop / FFM"] == 2.67
     assert rows["RO-6"].claim.machine_dependent and not any(
-        r.claim.machine_dependent for r in ro.claims(cfg, fake_runs(cfg, 0, -1))
+        r.claim.machine_dependent for r in claims(cfg, fake_runs(cfg, 0, -1))
     )
 
     # S5 on fair pairs (equal depth, resets on both sides, 1 and 2 threads) and against
@@ -329,7 +344,7 @@ def test_rate_claim_follows_the_card_runs():
 
     def judged(rate, dt):
         runs = base._replace(card=tuple(_card_runs(cfg, rate, dt)))
-        return {r.claim.claim_id: r for r in ro.claims(cfg, runs)}["RO-10"]
+        return {r.claim.claim_id: r for r in claims(cfg, runs)}["RO-10"]
 
     held = judged(1.0, 0.5)
     assert held.decision.category == PARTIALLY  # 20 of the reference's 200 epochs
@@ -340,12 +355,12 @@ def test_rate_claim_follows_the_card_runs():
         update={"card": cfg.card.model_copy(update={"transformer": {"epochs": 200}})}
     )
     runs = base._replace(card=tuple(_card_runs(full, 1.0, 0.5)))
-    assert {r.claim.claim_id: r for r in ro.claims(full, runs)}[
+    assert {r.claim.claim_id: r for r in claims(full, runs)}[
         "RO-10"
     ].decision.category == REPRODUCED
     runs = base._replace(card=tuple(_card_runs(full, 0.5, 0.5)))
     # fails beside comparisons that do not decide: the mirror of "partially"
-    assert {r.claim.claim_id: r for r in ro.claims(full, runs)}[
+    assert {r.claim.claim_id: r for r in claims(full, runs)}[
         "RO-10"
     ].decision.category == CONTRADICTED
 
@@ -365,7 +380,7 @@ def test_t_maze_claims_beat_the_chance_runs_not_a_constant():
         ]
     )
     runs = fake_runs(cfg, -150.0, -1200.0)._replace(card=tuple(_card_runs(cfg, 1.0, 0.5)))
-    rows = {r.claim.claim_id: r for r in ro.claims(cfg, runs, floors)}
+    rows = {r.claim.claim_id: r for r in claims(cfg, runs, floors)}
     for cid in ("RO-7", "RO-10"):
         worse = {c.worse for c in rows[cid].comparisons}
         assert "chance" not in worse and any(w.startswith("chance · T-Maze") for w in worse)

@@ -129,14 +129,11 @@ def _budget(cfg: RecurrentOffPolicyParams, runs: Runs, envs: list[str]) -> str:
     return ", ".join(f"{e}: {steps[e]:,} steps" for e in envs) + f"; {cfg.seeds} seeds"
 
 
-def _scale(cfg: RecurrentOffPolicyParams) -> str:
+def _scale(cfg: RecurrentOffPolicyParams, paper: RecurrentOffPolicyParams) -> str:
     """The recurrent agents' scale beside the ``paper`` profile's (pomdp-baselines' values,
     typed once in params.yaml; its seq_len 200 is a whole Pendulum episode)."""
-    from memrl.families import load_family
-
-    paper = load_family("recurrent_off_policy", "paper").rsac
     fields = ("hidden_size", "head", "seq_len", "batch_size", "learning_rate", "gamma")
-    return "recurrent SAC/TD3: " + beside_paper(cfg.rsac, paper, fields)
+    return "recurrent SAC/TD3: " + beside_paper(cfg.rsac, paper.rsac, fields)
 
 
 def _head_to_head(
@@ -214,7 +211,6 @@ def ro_1(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
         envs,
         series,
         deviations=[
-            _scale(cfg),
             f"near-optimal = final return above {sorted(set(cfg.near_optimal.values()))}, the "
             "lower end of the paper's band (~-150 to -200; it shows curves, not a number): "
             "judged as RSAC beating that return, with no margin below it",
@@ -266,7 +262,6 @@ def ro_2(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
         ),
         trend_note="share of seeds near-optimal at each checkpoint's greedy evaluation",
         deviations=[
-            _scale(cfg),
             f"RTD3: exploration noise {rt.expl_noise:g}, target noise {rt.target_noise:g} "
             f"clipped at {rt.noise_clip:g}, policy delay {rt.policy_delay} (TD3 paper)",
             "reliability as the share of seeds reaching the near-optimal threshold "
@@ -288,7 +283,6 @@ def ro_3(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
         "RSAC-LSTM",
         "RSAC-LSTM-shared",
         deviations=[
-            _scale(cfg),
             "shared: pomdp-baselines' policy_rnn_shared.py: one encoder and one Adam over it, "
             "both Q heads and the actor on 0.5 (L_Q1 + L_Q2) + L_pi, the TD target from the "
             "online encoder with targets for the Q heads only; its Q heads read [h, a], not the "
@@ -548,8 +542,22 @@ def ro_10(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult
 CLAIMS = (ro_1, ro_2, ro_3, ro_4, ro_5, ro_6, ro_7, ro_8, ro_9, ro_10, ro_11)
 
 
+SCALED = (ro_1, ro_2, ro_3)  # run recurrent SAC/TD3 at our scale: said first in their deviations
+
+
 def claims(
-    cfg: RecurrentOffPolicyParams, runs: Runs, floors: pd.DataFrame | None = None
+    cfg: RecurrentOffPolicyParams,
+    runs: Runs,
+    floors: pd.DataFrame | None = None,
+    *,
+    paper: RecurrentOffPolicyParams,
 ) -> list[ClaimResult]:
-    """Every claim the profile's runs (and floor runs) can test, in order."""
-    return [r for f in CLAIMS if (r := f(cfg, runs, floors)) is not None]
+    """Every claim the profile's runs (and floor runs) can test, in order. ``paper`` is the
+    ``paper`` profile's section (the caller resolves it, as it resolved ``cfg``): RO-1 to RO-3
+    state recurrent SAC/TD3's scale beside it."""
+    scale = _scale(cfg, paper)
+    out = []
+    for f in CLAIMS:
+        if (r := f(cfg, runs, floors)) is not None:
+            out.append(replace(r, deviations=[scale, *r.deviations]) if f in SCALED else r)
+    return out
