@@ -52,7 +52,9 @@ def test_unmeasured_groups_fall_back_to_other_profiles_then_the_family(tmp_path)
     assert (pa.basis, pa.seconds) == ("group, smoke", 20.0)
     assert (pb.basis, pb.seconds) == ("family", 20.0)  # the family's median rate
     summary = FamilyEstimate("fam", 1, [pa, pb]).summary()
-    assert "1 from another profile's runs" in summary and "1 roughly" in summary
+    assert "1 priced from another profile's runs" in summary and "1 priced roughly" in summary
+    # nothing was priced from this store's runs: the line says so by not naming them
+    assert "stored runs" not in summary
     (pu,) = predict([b], store, [("", {})])
     assert (pu.basis, pu.seconds) == ("unknown", None)
 
@@ -63,7 +65,7 @@ def test_summary_and_render_name_what_is_left_and_how_it_was_priced(tmp_path) ->
     preds = predict([a, b], store, [("", {"A": [1.0]})])
     text = render([FamilyEstimate("fam", 2, preds)], "default")
     assert "fam: 2 of 2 jobs to run, ~120 core-s, ~1.0 min on 2 workers" in text
-    assert "1 roughly, from the family's median rate" in text
+    assert "1 priced from the stored runs' seconds; 1 priced roughly, from the family's" in text
     assert "total: 120 core-s" in text
     store.save(a, {"x": 1}, 5.0)
     store.save(b, {"x": 1}, 5.0)
@@ -205,7 +207,7 @@ def test_a_served_llm_is_priced_by_recorded_decisions_times_measured_seconds(tmp
     served, plain = predict([llm[0], other], fresh, cal, per_decision=(2.0, counts))
     assert (served.basis, served.seconds) == ("server", 10 * 5.0 * 2.0)
     assert (plain.basis, plain.seconds) == ("group, published", 5.0)
-    assert "1 by their recorded LLM decisions" in FamilyEstimate("f", 1, [served]).summary()
+    assert "priced by their recorded LLM decisions" in FamilyEstimate("f", 1, [served]).summary()
 
 
 def test_every_default_job_is_priced_in_core_seconds() -> None:

@@ -106,6 +106,34 @@ def test_the_readmes_verdict_table_is_the_published_reports():
     }
 
 
+def test_the_readmes_price_is_what_a_fresh_clone_prices(monkeypatch):
+    """The README's price of the default profile from scratch is `memrl estimate --fresh` on
+    a fresh clone (from the timings git keeps, no run store; within 2%), and it names the
+    CPU those timings were measured on (it was typed, and drifted: ~60,000 core-s beside an
+    estimate of ~55,600)."""
+    import re
+
+    from memrl import estimate, families
+    from memrl.cli import family_params
+
+    monkeypatch.setattr(estimate, "read_records", lambda path: [])  # no store, as on a clone
+    configs = {f: family_params(f, "default", []) for f in families.NAMES}
+    priced = estimate.estimate_families("default", configs, fresh=True)
+    total = sum(e.core_seconds for e in priced)
+    text = (ROOT / "README.md").read_text()
+    line = re.search(
+        r"from scratch the default profile's jobs take \*\*~([\d.]+) h on 2 cores\*\* "
+        r"\(~([\d,]+) core-s([^)]*)\)",
+        " ".join(text.split()),
+    )
+    assert line, "the README's price sentence is gone"
+    hours, core_s, said = float(line[1]), int(line[2].replace(",", "")), line[3]
+    assert abs(core_s - total) <= 0.02 * total, (core_s, round(total))
+    assert abs(hours - total / 2 / 3600) <= 0.1 * hours  # two cores, one job each
+    for cpu in {c for e in priced for c in e.cpus[1]}:  # the published timings' CPUs
+        assert cpu in said, (cpu, said)
+
+
 def test_the_readme_s_two_commands_are_two():
     """The README's "Two commands" section shows two commands (it listed three: an optional
     `make install` among them, which its prose already names)."""

@@ -95,44 +95,46 @@ class FamilyEstimate:
         return packed_wall([p.seconds or 0.0 for p in self.todo], self.workers)
 
     def summary(self) -> str:
-        """One line: how many jobs are left to run and what they are expected to cost."""
+        """One line: how many jobs are left to run, what they are expected to cost, and from
+        what each was priced (with how many jobs, where the sources are several)."""
         todo = self.todo
         if not todo:
             return f"{self.family}: all {len(self.predictions)} jobs already stored"
         head = f"{self.family}: {len(todo)} of {len(self.predictions)} jobs to run"
-        unknown = sum(p.seconds is None for p in todo)
-        rough = sum(p.basis == "family" for p in todo)
-        served = sum(p.basis == "server" for p in todo)
         published = sum(p.basis == f"group, {PUBLISHED}" for p in todo)
-        other = sum(p.basis.startswith("group, ") for p in todo) - published
         own, theirs = (f" on {machines(c)}" if c else "" for c in self.cpus)
-        source = f"published timings{theirs}"
+        if self.scale:
+            n = self.scale[1]
+            scaled = (
+                f" x {self.scale[0]:.2f}, the ratio of this machine's stored runs to them "
+                f"over the {n} group{'s' if n > 1 else ''} both price"
+            )
+        else:
+            scaled = ", not scaled to this machine"
+        sources = [  # how many jobs, priced how
+            (sum(p.basis == "group" for p in todo), f"from the stored runs' seconds{own}"),
+            (published, f"from the published timings{theirs}{scaled}"),
+            (
+                sum(p.basis.startswith("group, ") for p in todo) - published,
+                "from another profile's runs, whose sizes may differ",
+            ),
+            (
+                sum(p.basis == "server" for p in todo),
+                "by their recorded LLM decisions x the served model's measured seconds per "
+                "decision",
+            ),
+            (sum(p.basis == "family" for p in todo), "roughly, from the family's median rate"),
+        ]
+        sources = [(n, how) for n, how in sources if n]
+        unknown = sum(p.seconds is None for p in todo)
+        if len(sources) == 1 and not unknown:
+            basis = f"priced {sources[0][1]}"
+        else:
+            parts = [f"{n} priced {how}" for n, how in sources]
+            basis = "; ".join(parts + [f"{unknown} not priced: no measured run"] * bool(unknown))
         return (
             f"{head}, ~{self.core_seconds:,.0f} core-s, ~{_duration(self.wall_seconds)} on "
-            f"{self.workers} workers (priced from the "
-            + (
-                source + ("" if self.scale else ", not scaled to this machine")
-                if published == len(todo)
-                else f"stored runs' seconds{own}"
-            )
-            + (f"; {published} from the {source}" if 0 < published < len(todo) else "")
-            + (
-                f" x {self.scale[0]:.2f}, the ratio of this machine's stored runs to them "
-                f"over the {self.scale[1]} group{'s' if self.scale[1] > 1 else ''} both price"
-                if published and self.scale
-                else ""
-            )
-            + (f"; {other} from another profile's runs, whose sizes may differ" if other else "")
-            + (
-                f"; {served} by their recorded LLM decisions x the served model's measured "
-                "seconds per decision"
-                if served
-                else ""
-            )
-            + (f"; {rough} roughly, from the family's median rate" if rough else "")
-            + (f"; {unknown} not priced: no measured run" if unknown else "")
-            + ")"
-            + (f"; {self.note}" if self.note else "")
+            f"{self.workers} workers ({basis})" + (f"; {self.note}" if self.note else "")
         )
 
     def groups(self) -> list[tuple[str, int, float]]:
