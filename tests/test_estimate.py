@@ -155,11 +155,58 @@ def test_the_runs_stage_publishes_timings_that_price_a_fresh_clone(tmp_path, mon
     assert "priced from the published timings on Intel Xeon (test)" in priced.summary()
 
 
+def test_calibration_scales_the_published_timings_by_this_machines_measured_speed(monkeypatch):
+    """`memrl estimate --calibrate`: a few smoke jobs priced at >= 2 s each, spread over the
+    families, run here; the median of their seconds over the published ones scales every
+    price the published timings make (and only those), and the line says so with the range."""
+    from memrl import calibrate, estimate, executors, families
+
+    jobs = calibrate.calibration_jobs(4)
+    assert len(jobs) == 4 and all(expected >= 2.0 for _, expected in jobs)
+    assert len({s.fn.split(".")[2] for s, _ in jobs}) == 4  # one family each
+
+    factors = [1.0, 2.0, 3.0, 1.5]  # this machine's seconds over the published, per job
+
+    def fake_execute(specs, store, *args, **kwargs):
+        for s, f, (_, expected) in zip(specs, factors, jobs, strict=True):
+            store.save(s, {"x": 1}, f * expected)
+
+    monkeypatch.setattr(executors, "execute", fake_execute)
+    measured = calibrate.calibrate(4)
+    assert (measured.ratio, measured.jobs, measured.low, measured.high) == (1.75, 4, 1.0, 3.0)
+
+    monkeypatch.setattr(estimate, "read_records", lambda path: [])  # a fresh clone
+    fam = families.get("episodic_control")
+    specs = fam.grid(families.load_family(fam.name, "default"))
+    plain = estimate.estimate_family(fam.name, "default", specs, 2, fresh=True)
+    scaled = estimate.estimate_family(fam.name, "default", specs, 2, True, calibration=measured)
+    assert [p.basis for p in plain.todo] == [p.basis for p in scaled.todo]
+    for a, b in zip(plain.todo, scaled.todo, strict=True):
+        assert b.seconds == pytest.approx(a.seconds * (1.75 if "published" in a.basis else 1))
+    assert "x 1.75, this machine's time over the published timings'" in scaled.summary()
+    assert "(1.00-3.00)" in scaled.summary()
+
+
+def test_estimate_calibrate_checks_its_input_before_it_runs_anything(monkeypatch, capsys):
+    from memrl import calibrate
+
+    ran = []
+    monkeypatch.setattr(
+        calibrate,
+        "calibrate",
+        lambda workers: ran.append(workers) or (calibrate.Calibration.of([1.2, 1.25, 1.3])),
+    )
+    assert main(["estimate", "nonsense", "--calibrate"]) == 2 and not ran
+    capsys.readouterr()
+    assert main(["estimate", "episodic_control", "--fresh", "--calibrate"]) == 0 and ran
+    assert "x 1.25, this machine's time over the published timings'" in capsys.readouterr().out
+
+
 def test_repro_announces_the_cost_and_an_estimate_never_stops_it(monkeypatch, capsys):
     from memrl import estimate, pipeline
     from memrl.estimate import Prediction
 
-    def priced(family, profile, specs, workers, fresh=False, decision_seconds=None):
+    def priced(family, profile, specs, workers, fresh=False, decision_seconds=None, **kw):
         return FamilyEstimate(family, workers, [Prediction(specs[0], 600.0, "group")])
 
     monkeypatch.setattr(estimate, "estimate_family", priced)

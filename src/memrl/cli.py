@@ -119,9 +119,11 @@ def _elapsed(desc: str, stop: threading.Event) -> None:
             bar.update(1)
 
 
-def _estimate(names: list[str], profile: str, sets: list[str], fresh: bool = False) -> int:
+def _estimate(
+    names: list[str], profile: str, sets: list[str], fresh: bool = False, calibrate: bool = False
+) -> int:
     from memrl import families
-    from memrl.config import ConfigError
+    from memrl.config import ConfigError, load_runtime
     from memrl.estimate import estimate_families, render
     from memrl.llm.server import ServerError
 
@@ -130,7 +132,12 @@ def _estimate(names: list[str], profile: str, sets: list[str], fresh: bool = Fal
         if sets and len(fams) != 1:
             raise ValueError("--set changes one family's parameters: name that family")
         configs = {f: family_params(f, profile, sets) for f in fams}
-        out = estimate_families(profile, configs, fresh=fresh)
+        measured = None
+        if calibrate:  # after the input is checked: it runs jobs
+            from memrl.calibrate import calibrate as run_calibration
+
+            measured = run_calibration(workers=load_runtime().processes)
+        out = estimate_families(profile, configs, fresh=fresh, calibration=measured)
     except (ValueError, ConfigError, ServerError) as err:
         print(f"memrl: {err}", file=sys.stderr)
         return 2
@@ -344,6 +351,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("families", nargs="*", help="default: every family")
     profile(p)
     p.add_argument("--fresh", action="store_true", help="every job, as on a fresh clone")
+    p.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="first time a few smoke jobs here (~1 min) and scale the published timings by "
+        "this machine's measured speed",
+    )
     p = verb(
         "verify",
         "rerun a sample of stored jobs (the same ones on every machine), each in a fresh "
@@ -466,7 +479,7 @@ def _main(argv: list[str] | None = None) -> int:
     if rest:
         ap.error(f"unrecognized arguments: {' '.join(rest)}")
     if a.verb == "estimate":
-        return _estimate(a.families, a.profile, a.set, a.fresh)
+        return _estimate(a.families, a.profile, a.set, a.fresh, a.calibrate)
     if a.verb == "verify":
         return _verify(a)
     if a.verb in ("list", "run"):

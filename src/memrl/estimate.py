@@ -79,6 +79,7 @@ class FamilyEstimate:
     predictions: list[Prediction] = field(default_factory=list)
     note: str = ""  # said after the summary line (e.g. how a served model was priced)
     scale: tuple[float, int] | None = None  # published timings x this, over n groups
+    scale_text: str = ""  # said of the scale instead, where it was measured otherwise
     # the CPUs the prices were measured on ({model: jobs}): this store's runs, the published
     cpus: tuple[dict[str, int], dict[str, int]] = ({}, {})
 
@@ -103,7 +104,9 @@ class FamilyEstimate:
         head = f"{self.family}: {len(todo)} of {len(self.predictions)} jobs to run"
         published = sum(p.basis == f"group, {PUBLISHED}" for p in todo)
         own, theirs = (f" on {machines(c)}" if c else "" for c in self.cpus)
-        if self.scale:
+        if self.scale_text:
+            scaled = f" {self.scale_text}"
+        elif self.scale:
             n = self.scale[1]
             scaled = (
                 f" x {self.scale[0]:.2f}, the ratio of this machine's stored runs to them "
@@ -218,11 +221,14 @@ def estimate_family(
     workers: int,
     fresh: bool = False,
     decision_seconds: float | None = None,
+    calibration: Any = None,
 ) -> FamilyEstimate:
     """Predictions for ``specs`` (the family's grid for ``profile``; see the module doc);
     ``fresh``: every job, as a fresh clone's ``make repro`` would run them;
     ``decision_seconds``: one LLM decision's time on the served model the profile names,
-    measured now (its LLM jobs are then priced by their recorded decisions)."""
+    measured now (its LLM jobs are then priced by their recorded decisions);
+    ``calibration``: a :class:`memrl.calibrate.Calibration`, this machine's speed measured
+    now, which scales the published timings where this store's runs do not."""
     from memrl import families
     from memrl.profiles import PROFILES
     from memrl.runtime import repo_root
@@ -237,7 +243,9 @@ def estimate_family(
         return read_timings(root / fam.timings_path(p), field)
 
     own, theirs = rates(records[profile]), published(profile)
-    scale = machine_scale(own, theirs)
+    scale, scale_text = machine_scale(own, theirs), ""
+    if scale is None and calibration is not None:
+        scale, scale_text = (calibration.ratio, calibration.jobs), calibration.text
 
     def scaled(rates_: dict[str, list[float]]) -> dict[str, list[float]]:
         return {g: [r * scale[0] for r in v] for g, v in rates_.items()} if scale else rates_
@@ -261,11 +269,11 @@ def estimate_family(
         )
     preds = predict(specs, store, calibration, fresh, served)
     measured_on = (cpus(records[profile]), read_cpus(root / fam.timings_path(profile)))
-    return FamilyEstimate(family, workers, preds, note, scale, measured_on)
+    return FamilyEstimate(family, workers, preds, note, scale, scale_text, measured_on)
 
 
 def estimate_families(
-    profile: str, configs: dict[str, Any], fresh: bool = False
+    profile: str, configs: dict[str, Any], fresh: bool = False, calibration: Any = None
 ) -> list[FamilyEstimate]:
     """:func:`estimate_family` for each family of ``configs`` (name -> its parameters for
     ``profile``), on the runtime's workers: what the CLI and ``make repro`` print."""
@@ -279,7 +287,9 @@ def estimate_families(
         timed = getattr(fam.module("jobs"), "decision_seconds", None)
         seconds = timed(cfg) if timed is not None else None
         out.append(
-            estimate_family(name, profile, fam.grid(cfg), workers, fresh, decision_seconds=seconds)
+            estimate_family(
+                name, profile, fam.grid(cfg), workers, fresh, seconds, calibration=calibration
+            )
         )
     return out
 
