@@ -220,3 +220,20 @@ def test_a_saved_manager_policy_loads_with_its_sizes(tmp_path):
     th.testing.assert_close(
         mr1.ManagerPolicy.load(tmp_path / "bare.pt", k=3)(x, mask), policy(x, mask)
     )
+
+
+@pytest.mark.parametrize("profile", ["default", "paper"])
+def test_the_grpo_runs_can_decide_against_their_one_run_baselines(profile):
+    """LLM-7/8 compare GRPO's runs with deterministic managers run once: n runs against one
+    reach at best p = 2^-n, so 4 runs (the family's seeds) could not decide at 95% whatever
+    they scored (the republished default read "no outcome can decide at these seeds")."""
+    from memrl.families import load_family
+    from memrl.families.llm_memory_rl.jobs import MR1_DETERMINISTIC, grid
+    from memrl.stats.bootstrap import LEVEL
+    from memrl.stats.design import smallest_p
+
+    specs = [s for s in grid(load_family("llm_memory_rl", profile)) if "Memory-R1" in s.label]
+    grpo = [s for s in specs if s.kwargs["condition"] == "grpo"]
+    once = [s for s in specs if s.kwargs["condition"] in MR1_DETERMINISTIC]
+    assert once and all(s.kwargs["run"] == 0 for s in once)
+    assert smallest_p(len(grpo)) <= (1 - LEVEL) / 2, len(grpo)

@@ -455,7 +455,8 @@ def _memory_r1(cfg: LLMMemoryRLParams, runs: Runs, claim: Claim, metric: str, fl
     budget = (
         f"GRPO: {hp.epochs} epochs over the training dialogues, G = {hp.group} operation "
         "sequences each, rewarded by the exact match on the dialogue's questions; "
-        f"{int(mr1.questions.iloc[0])} test questions; {cfg.seeds} seeds (the baselines "
+        f"{int(mr1.questions.iloc[0])} test questions; {cfg.memory_r1_seeds or cfg.seeds} "
+        "seeds (the baselines "
         "are deterministic: one run each, its spread from its questions resampled by "
         "conversation)"
     )

@@ -471,6 +471,6 @@ def grid(cfg: LLMMemoryRLParams) -> list[JobSpec]:
             memory_r1=dump(cfg.memory_r1),
         )
         for c in cfg.memory_r1.conditions
-        for r in ([0] if c in MR1_DETERMINISTIC else runs)
+        for r in ([0] if c in MR1_DETERMINISTIC else range(cfg.memory_r1_seeds or cfg.seeds))
     ]
     return out

@@ -129,6 +129,10 @@ class LLMMemoryRLParams(StrictModel):
     agentfly: AgentFlyParams
     dialogue_data: DialogueDataParams
     memory_r1: MemoryR1Params
+    # Memory-R1's GRPO runs where LLM-7/8's design needs more than ``seeds`` (None: seeds):
+    # its baselines are deterministic, one run each, and n runs against one reach at best
+    # p = 2^-n, so 6 are the fewest that can decide at 95% (5 reach 1/32 > 1/40)
+    memory_r1_seeds: Annotated[int, Field(ge=2, strict=True)] | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> LLMMemoryRLParams:
