@@ -81,16 +81,14 @@ def test_published_timings_follow_this_machine_once_it_has_stored_some_groups(tm
     from memrl.estimate import machine_scale
 
     assert machine_scale({"A": [4.0, 6.0]}, {"B": [1.0]}) is None
-    assert machine_scale({"A": [4.0, 6.0], "B": [3.0]}, {"A": [2.0], "B": [1.0], "C": [1.0]}) == (
-        2.75,
-        2,
-    )
+    both = machine_scale({"A": [4.0, 6.0], "B": [3.0]}, {"A": [2.0], "B": [1.0], "C": [1.0]})
+    assert both is not None and both.factor == 2.75 and "over the 2 groups both price" in both.text
     store = RunStore(tmp_path / "runs")
     a, c = spec("A · seed 0", 10, 1), spec("C · seed 0", 10, 3)
     store.save(a, {"x": 1}, 50.0)  # 5 s per unit where the publishing machine took 2
     scale = machine_scale(rates(store.records([a])), {"A": [2.0], "C": [1.0]})
-    assert scale == (2.5, 1)
-    (pc,) = predict([c], store, [("", {}), ("published", {"C": [1.0 * scale[0]]})])
+    assert scale is not None and scale.factor == 2.5
+    (pc,) = predict([c], store, [("", {}), ("published", {"C": [1.0 * scale.factor]})])
     assert (pc.basis, pc.seconds) == ("group, published", 25.0)
     text = FamilyEstimate("fam", 1, [pc], scale=scale).summary()
     assert "published timings x 2.50, the ratio of this machine's stored runs" in text

@@ -70,6 +70,15 @@ class Prediction:
     basis: str
 
 
+@dataclass(frozen=True)
+class Scale:
+    """How much slower (> 1) or faster this machine runs than the one that published the
+    timings, and how that was measured (said after "from the published timings")."""
+
+    factor: float
+    text: str
+
+
 @dataclass
 class FamilyEstimate:
     """A family's jobs and what those not yet stored are expected to cost."""
@@ -78,8 +87,7 @@ class FamilyEstimate:
     workers: int
     predictions: list[Prediction] = field(default_factory=list)
     note: str = ""  # said after the summary line (e.g. how a served model was priced)
-    scale: tuple[float, int] | None = None  # published timings x this, over n groups
-    scale_text: str = ""  # said of the scale instead, where it was measured otherwise
+    scale: Scale | None = None  # the published timings x this machine's measured speed
     # the CPUs the prices were measured on ({model: jobs}): this store's runs, the published
     cpus: tuple[dict[str, int], dict[str, int]] = ({}, {})
 
@@ -104,16 +112,7 @@ class FamilyEstimate:
         head = f"{self.family}: {len(todo)} of {len(self.predictions)} jobs to run"
         published = sum(p.basis == f"group, {PUBLISHED}" for p in todo)
         own, theirs = (f" on {machines(c)}" if c else "" for c in self.cpus)
-        if self.scale_text:
-            scaled = f" {self.scale_text}"
-        elif self.scale:
-            n = self.scale[1]
-            scaled = (
-                f" x {self.scale[0]:.2f}, the ratio of this machine's stored runs to them "
-                f"over the {n} group{'s' if n > 1 else ''} both price"
-            )
-        else:
-            scaled = ", not scaled to this machine"
+        scaled = f" {self.scale.text}" if self.scale else ", not scaled to this machine"
         sources = [  # how many jobs, priced how
             (sum(p.basis == "group" for p in todo), f"from the stored runs' seconds{own}"),
             (published, f"from the published timings{theirs}{scaled}"),
@@ -161,33 +160,40 @@ def packed_wall(seconds: Iterable[float], workers: int) -> float:
 
 def machine_scale(
     stored: dict[str, list[float]], published: dict[str, list[float]]
-) -> tuple[float, int] | None:
-    """How much slower (> 1) or faster this machine runs than the one that published the
-    timings: the median, over the job groups both price, of the stored runs' median rate
-    over the published rate, and how many groups that is; ``None`` when none overlap."""
+) -> Scale | None:
+    """This machine's speed from the runs it stored: the median, over the job groups both
+    price, of the stored runs' median rate over the published rate; ``None`` when no group
+    is in both."""
     ratios = [
         statistics.median(stored[g]) / published[g][0]
         for g in sorted(stored.keys() & published.keys())
         if stored[g] and published[g] and published[g][0] > 0
     ]
-    return (statistics.median(ratios), len(ratios)) if ratios else None
+    if not ratios:
+        return None
+    n, factor = len(ratios), statistics.median(ratios)
+    return Scale(
+        factor,
+        f"x {factor:.2f}, the ratio of this machine's stored runs to them over the {n} "
+        f"group{'s' if n > 1 else ''} both price",
+    )
 
 
 def predict(
     specs: Sequence[JobSpec],
     store: RunStore,
-    calibration: Sequence[tuple[str, dict[str, list[float]]]],
+    sources: Sequence[tuple[str, dict[str, list[float]]]],
     fresh: bool = False,
     per_decision: tuple[float, dict[str, list[float]]] | None = None,
 ) -> list[Prediction]:
     """Each job's prediction: stored, or ``cost x`` its group's median seconds-per-cost from
-    the first source in ``calibration`` (``(name, rates)``; name ``""`` for this profile)
+    the first of ``sources`` (``(name, rates)``; name ``""`` for this profile)
     that has the group, else the family's median rate over every source. ``fresh``: as on
     a fresh clone with no stored runs (a stored job costs its measured seconds).
     ``per_decision``: (seconds one LLM decision takes on a served model, decisions per cost
     by group): a group that has both is priced as ``cost x decisions x seconds`` (the rest
     of an LLM job, retrieval and updates, is not counted)."""
-    every = [r for _, src in calibration for v in src.values() for r in v]
+    every = [r for _, src in sources for v in src.values() for r in v]
     family_rate = statistics.median(every) if every else None
     out = []
     for spec in specs:
@@ -202,7 +208,7 @@ def predict(
             n = statistics.median(by_group[group]) * spec.cost
             out.append(Prediction(spec, n * seconds, "server"))
             continue
-        found = next(((name, src[group]) for name, src in calibration if src.get(group)), None)
+        found = next(((name, src[group]) for name, src in sources if src.get(group)), None)
         if found is not None:
             name, group_rates = found
             basis = f"group, {name}" if name else "group"
@@ -243,17 +249,17 @@ def estimate_family(
         return read_timings(root / fam.timings_path(p), field)
 
     own, theirs = rates(records[profile]), published(profile)
-    scale, scale_text = machine_scale(own, theirs), ""
+    scale = machine_scale(own, theirs)
     if scale is None and calibration is not None:
-        scale, scale_text = (calibration.ratio, calibration.jobs), calibration.text
+        scale = Scale(calibration.ratio, calibration.text)
 
     def scaled(rates_: dict[str, list[float]]) -> dict[str, list[float]]:
-        return {g: [r * scale[0] for r in v] for g, v in rates_.items()} if scale else rates_
+        return {g: [r * scale.factor for r in v] for g, v in rates_.items()} if scale else rates_
 
-    calibration = [("", own), (PUBLISHED, scaled(theirs))]
+    sources = [("", own), (PUBLISHED, scaled(theirs))]
     for p in PROFILES:
         if p != profile:
-            calibration += [(p, rates(records[p])), (f"{p}, {PUBLISHED}", scaled(published(p)))]
+            sources += [(p, rates(records[p])), (f"{p}, {PUBLISHED}", scaled(published(p)))]
     store = RunStore(root / fam.runs_dir(profile))
     served, note = None, ""
     if decision_seconds is not None:
@@ -267,9 +273,9 @@ def estimate_family(
             if counts
             else "; no run records its decisions yet, so its jobs are priced as in-process"
         )
-    preds = predict(specs, store, calibration, fresh, served)
+    preds = predict(specs, store, sources, fresh, served)
     measured_on = (cpus(records[profile]), read_cpus(root / fam.timings_path(profile)))
-    return FamilyEstimate(family, workers, preds, note, scale, scale_text, measured_on)
+    return FamilyEstimate(family, workers, preds, note, scale, measured_on)
 
 
 def estimate_families(
