@@ -262,10 +262,11 @@ save_claims(out, rows)
 #
 # Each claim is about an *early* regime (the first part of training) or a *final* one
 # (after the paper's budget); *coverage* is our budget over the paper's. A final claim run on
-# less than half the paper's budget cannot say "no": where its comparisons fail it is
-# **inconclusive (budget)**. Each panel shows a comparison's effect (IQM difference, > 0
-# the paper's way, 95% CI band) at 25, 50, 75 and 100% of our budget, from the same runs —
-# whether the gap is widening, closing or flipping as training goes on.
+# less than half the paper's budget is narrowed whichever way it goes: comparisons that hold
+# read **partially (budget)**, comparisons that fail **partially contradicted (budget)**, and
+# where none decides it is **inconclusive (budget)**. Each panel shows a comparison's effect
+# (IQM difference, > 0 the paper's way, 95% CI band) at 25, 50, 75 and 100% of our budget,
+# from the same runs — whether the gap is widening, closing or flipping as training goes on.
 
 # %%
 fig = plots.trend_panels(rows)

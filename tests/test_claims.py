@@ -339,22 +339,18 @@ def test_llm_memory_claims_follow_the_runs():
     # 6 seeds: what a comparison against a constant (LLM-3's "no gain") or a deterministic
     # baseline (Memory-R1's) needs before any exact test could decide (2^-6 < 2.5%)
     cfg = cfg_of("llm_memory_rl").model_copy(update={"seeds": 6})
-    good = verdicts(llm.claims(cfg, llm_runs(cfg, True)))
-    assert good == {
-        "LLM-1": REPRODUCED,
-        "LLM-2": REPRODUCED,
-        "LLM-3": REPRODUCED,
-        "LLM-4": REPRODUCED,
-        "LLM-5": REPRODUCED,
-        "LLM-6": REPRODUCED,
-        "LLM-7": REPRODUCED,
-        "LLM-8": REPRODUCED,
-    }
+    results = llm.claims(cfg, llm_runs(cfg, True))
+    # a small model on generated tasks is a narrower setup than every paper's: it narrows a
+    # hold (partially) and a fail (partially contradicted) alike, naming the paper's setup
+    assert verdicts(results) == {f"LLM-{i}": PARTIALLY for i in range(1, 9)}
+    for r in results:
+        assert r.decision.reason == "coverage", r.claim.claim_id
+        assert cfg.llm.model in r.coverage_note and "(paper: " in r.coverage_note
     bad = verdicts(llm.claims(cfg, llm_runs(cfg, False)))
-    assert bad == {k: MIRROR[v] for k, v in good.items()}  # the mirrored runs, mirrored
+    assert bad == {f"LLM-{i}": CONTRADICTED for i in range(1, 9)}  # mirrored runs, mirrored
     four = cfg_of("llm_memory_rl").model_copy(update={"seeds": 4})  # the default's seeds
     few = {r.claim.claim_id: r for r in llm.claims(four, llm_runs(four, True))}
-    assert few["LLM-1"].verdict == REPRODUCED  # 4 seeds against 4: 1/70 < 2.5%
+    assert few["LLM-1"].decision.category == PARTIALLY  # 4 seeds against 4: 1/70 < 2.5%
     # against one deterministic run, 4 seeds cannot decide whatever they score
     assert few["LLM-7"].verdict.startswith("inconclusive (design: ")
 
