@@ -169,6 +169,15 @@ def test_training_stage_deps_cover_every_module_its_jobs_import(fam):
     assert set(fam.data) <= set(runs["deps"])
 
 
+def test_the_report_stage_depends_on_everything_the_report_imports():
+    """A change to the verdict rule reruns the report that prints it (the stage named
+    stats/claims.py and compare.py by hand, not stats/verdict.py, where the rule moved)."""
+    deps = set(DVC["stages"]["report"]["deps"])
+    code = {f for f in module_closure("memrl.report") if (ROOT / f).stat().st_size}
+    assert "src/memrl/stats/verdict.py" in code
+    assert code <= deps, sorted(code - deps)
+
+
 def test_plots_and_report_order_come_from_the_registry():
     declared = [next(iter(p)) for p in DVC["plots"]]
     res = {f.name: f.results_dir("default") for f in FAMILIES}

@@ -109,13 +109,12 @@ def dvc_yaml(profile: str = "default") -> dict[str, Any]:
         }
     stages["report"] = {
         "cmd": f"{py} report {res}",
+        # everything the report imports (the verdict rule it prints lives in stats/verdict.py)
         "deps": _code(
             {
                 "src/memrl/cli.py",
-                "src/memrl/report.py",
                 "src/memrl/families/__init__.py",
-                "src/memrl/stats/claims.py",
-                "src/memrl/stats/compare.py",
+                *module_closure("memrl.report"),
             }
         )
         + [f"{fam.results_dir(profile)}/claims.json" for fam in families.FAMILIES]
