@@ -108,6 +108,15 @@ def test_the_store_keeps_the_kernels_apart_from_the_result(tmp_path):
     assert rec["result"] == {"y": 2} and rec["isa"] == {"level": "x86-64-v3"}
 
 
+def test_a_run_names_its_cpu_by_generation_not_only_by_line():
+    # a virtual machine names Zen 1 and Zen 4 alike ("AMD EPYC"); prices differ ~2x
+    info = "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\n"
+    info += "model name\t: AMD EPYC\n\nprocessor\t: 1\ncpu family\t: 99\n"
+    assert isa.cpu_model(info) == "AMD EPYC (family 25, model 17)"
+    assert isa.cpu_model("model name\t: Some CPU\n") == "Some CPU"
+    assert isa.cpu_model("") == "unknown"
+
+
 BENCHMARKS = sorted((Path(__file__).resolve().parents[1] / "benchmarks").glob("*.py"))
 
 

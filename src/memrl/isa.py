@@ -204,14 +204,24 @@ def check_numba() -> None:
         )
 
 
-def cpu_model() -> str:
-    """This CPU's model name (``/proc/cpuinfo``), kept with every run so that a difference
-    between two machines' runs can be traced to their CPUs."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
+def cpu_model(cpuinfo: str | None = None) -> str:
+    """This CPU's model name with its family and model numbers (``/proc/cpuinfo``), kept with
+    every run so that a difference between two machines' runs, or their speeds, can be traced
+    to their CPUs: a virtual machine may name only the vendor's line (``AMD EPYC``), while
+    the numbers tell its generation (family 23 is Zen 1 and 2, 25 Zen 3 and 4)."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            cpuinfo = ""
+    fields: dict[str, str] = {}
+    for line in cpuinfo.splitlines():
+        key, sep, value = line.partition(":")
+        if not sep and fields:  # the first processor's block is enough
+            break
+        if sep:
+            fields.setdefault(key.strip(), value.strip())
+    name = fields.get("model name", "unknown")
+    if "cpu family" not in fields or "model" not in fields:
+        return name
+    return f"{name} (family {fields['cpu family']}, model {fields['model']})"
