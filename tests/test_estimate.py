@@ -153,6 +153,45 @@ def test_the_runs_stage_publishes_timings_that_price_a_fresh_clone(tmp_path, mon
     assert "priced from the published timings on Intel Xeon (test)" in priced.summary()
 
 
+def test_a_pulled_store_prices_as_the_machine_that_made_it_not_as_this_one(monkeypatch):
+    """After ``dvc pull`` the store holds another machine's runs: they price like the published
+    timings (scaled by --calibrate's ratio, or by this machine's own runs where some groups
+    have both), never as this machine's seconds."""
+    from memrl import calibrate, estimate, families
+
+    fam = families.get("episodic_control")
+    specs = fam.grid(families.load_family(fam.name, "default"))
+    groups: dict[str, list] = {}
+    for s in specs:
+        groups.setdefault(job_group(s.name), []).append(s)
+    (a, *_), (b, *_) = list(groups.values())[:2]  # one job of each of two groups
+
+    def record(s, cpu, per_cost):
+        return {"spec": s.to_json(), "seconds": per_cost * s.cost, "isa": {"cpu": cpu}}
+
+    pulled = [record(a, "Old CPU", 2.0), record(b, "Old CPU", 3.0)]
+    monkeypatch.setattr(estimate, "read_records", lambda path: pulled)
+    monkeypatch.setattr("memrl.isa.cpu_model", lambda: "This CPU")
+    todo = [s for s in specs if s.name not in (a.name, b.name)]
+    plain = estimate.estimate_family(fam.name, "default", todo, 2)
+    timed = calibrate.Calibration.of([1.5, 1.5, 1.5])
+    scaled = estimate.estimate_family(fam.name, "default", todo, 2, calibration=timed)
+    one = next(i for i, p in enumerate(plain.todo) if job_group(p.spec.name) == job_group(a.name))
+    assert plain.todo[one].basis == "group, published"  # not "group": another CPU's runs
+    assert plain.todo[one].seconds == pytest.approx(2.0 * plain.todo[one].spec.cost)
+    assert scaled.todo[one].seconds == pytest.approx(1.5 * plain.todo[one].seconds)
+    assert "the stored runs of another CPU on Old CPU" in scaled.summary()
+    assert "x 1.50, this machine's time over the published timings'" in scaled.summary()
+
+    # this machine's own run of group a scales the other CPU's rate of group b
+    mine = record(a, "This CPU", 5.0)
+    monkeypatch.setattr(estimate, "read_records", lambda path: [*pulled, mine])
+    here = estimate.estimate_family(fam.name, "default", todo, 2, calibration=timed)
+    assert here.scale is not None and here.scale.factor == pytest.approx(2.5)
+    other = next(p for p in here.todo if job_group(p.spec.name) == job_group(b.name))
+    assert other.seconds == pytest.approx(2.5 * 3.0 * other.spec.cost)
+
+
 def test_calibration_scales_the_published_timings_by_this_machines_measured_speed(monkeypatch):
     """`memrl estimate --calibrate`: a few smoke jobs priced at >= 2 s each, spread over the
     families, run here; the median of their seconds over the published ones scales every

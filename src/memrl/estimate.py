@@ -11,9 +11,12 @@ median (marked *rough*). Where the profile's store holds no run of a group, as o
 clone (run stores are DVC outputs, not in git), the *published timings* price it: the
 ``timings.json`` each runs stage writes beside the family's results and git keeps. A changed
 budget (``--set envs.0.total_timesteps=50000``) is therefore priced from the runs at the old
-budget. Where this profile's store and its published timings both price some groups (a stage
-stopped part-way, on another machine than the one that published), the published rates are
-scaled by the median ratio of the two over those groups (:func:`machine_scale`): measured
+budget. Only the store's runs made on this CPU (the model each record names) price as this
+machine's; runs made on another (a store pulled from the DVC remote, or left part-way by
+another machine) price as the published timings do, which they usually are. Where this
+machine's runs and the other CPU's rates both price some groups (a stage stopped part-way),
+the other's rates are scaled by the median ratio of the two over those groups
+(:func:`machine_scale`); with none of its own, by ``--calibrate``'s measured ratio. Measured
 here, the recurrent family's first 13 jobs took 2.7x their published seconds, so the rest
 would have been priced at 55 min where they took ~2.5 h. Wall time packs the jobs to run on
 the profile's ``workers`` processes, longest first, as the executor does; the notebook
@@ -88,8 +91,10 @@ class FamilyEstimate:
     predictions: list[Prediction] = field(default_factory=list)
     note: str = ""  # said after the summary line (e.g. how a served model was priced)
     scale: Scale | None = None  # the published timings x this machine's measured speed
-    # the CPUs the prices were measured on ({model: jobs}): this store's runs, the published
+    # the CPUs the prices were measured on ({model: jobs}): this store's runs made here, the
+    # published timings' (or the stored runs' made on another CPU, when there are some)
     cpus: tuple[dict[str, int], dict[str, int]] = ({}, {})
+    pulled: int = 0  # stored runs made on another CPU, priced with the published timings
 
     @property
     def todo(self) -> list[Prediction]:
@@ -112,10 +117,11 @@ class FamilyEstimate:
         head = f"{self.family}: {len(todo)} of {len(self.predictions)} jobs to run"
         published = sum(p.basis == f"group, {PUBLISHED}" for p in todo)
         own, theirs = (f" on {machines(c)}" if c else "" for c in self.cpus)
+        pulled = " and the stored runs of another CPU" if self.pulled else ""
         scaled = f" {self.scale.text}" if self.scale else ", not scaled to this machine"
         sources = [  # how many jobs, priced how
             (sum(p.basis == "group" for p in todo), f"from the stored runs' seconds{own}"),
-            (published, f"from the published timings{theirs}{scaled}"),
+            (published, f"from the published timings{pulled}{theirs}{scaled}"),
             (
                 sum(p.basis.startswith("group, ") for p in todo) - published,
                 "from another profile's runs, whose sizes may differ",
@@ -165,9 +171,9 @@ def machine_scale(
     price, of the stored runs' median rate over the published rate; ``None`` when no group
     is in both."""
     ratios = [
-        statistics.median(stored[g]) / published[g][0]
+        statistics.median(stored[g]) / statistics.median(published[g])
         for g in sorted(stored.keys() & published.keys())
-        if stored[g] and published[g] and published[g][0] > 0
+        if stored[g] and published[g] and statistics.median(published[g]) > 0
     ]
     if not ratios:
         return None
@@ -244,11 +250,13 @@ def estimate_family(
     fam = families.get(family)
 
     records = {p: read_records(root / fam.runs_dir(p)) for p in PROFILES}
+    mine, elsewhere = on_this_cpu(records[profile])
 
     def published(p: str, field: str = "seconds_per_cost") -> dict[str, list[float]]:
         return read_timings(root / fam.timings_path(p), field)
 
-    own, theirs = rates(records[profile]), published(profile)
+    # another CPU's stored runs price as the published timings do (usually they are them)
+    own, theirs = rates(mine), published(profile) | rates(elsewhere)
     scale = machine_scale(own, theirs)
     if scale is None and calibration is not None:
         scale = Scale(calibration.ratio, calibration.text)
@@ -274,8 +282,20 @@ def estimate_family(
             else "; no run records its decisions yet, so its jobs are priced as in-process"
         )
     preds = predict(specs, store, sources, fresh, served)
-    measured_on = (cpus(records[profile]), read_cpus(root / fam.timings_path(profile)))
-    return FamilyEstimate(family, workers, preds, note, scale, measured_on)
+    measured_on = (cpus(mine), cpus(elsewhere) or read_cpus(root / fam.timings_path(profile)))
+    return FamilyEstimate(family, workers, preds, note, scale, measured_on, len(elsewhere))
+
+
+def on_this_cpu(
+    records: Sequence[dict[str, Any]], cpu: str | None = None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``records`` split into those made on ``cpu`` (default: this machine's model, as runs
+    record it) and the rest (another machine's, or an unrecorded one's)."""
+    from memrl.isa import cpu_model
+
+    cpu = cpu_model() if cpu is None else cpu
+    mine = [r for r in records if (r.get("isa") or {}).get("cpu") == cpu]
+    return mine, [r for r in records if (r.get("isa") or {}).get("cpu") != cpu]
 
 
 def estimate_families(
