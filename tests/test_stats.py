@@ -682,3 +682,38 @@ def test_a_share_of_seeds_against_a_constant_is_judged_exactly():
     # the constant on the better side, lower is better: the same test
     flip = judge(reference(0.5), arm([1.0] * 6, "T", "six", 500, "mean"), BEATS, False, 0)
     assert flip.outcome == "holds" and flip.difference == six.difference
+
+
+def test_a_deterministic_arm_is_named_as_one_run_not_counted_as_the_claims_seeds():
+    """LLM-7 read "1 seeds" with GRPO on 6 runs: the Mem0-style heuristic is deterministic,
+    one run by design. The claim's seeds are its several-seed arms'; the one-run arms are
+    named beside them."""
+    import dataclasses
+
+    from memrl.stats.claims import seeds_text
+
+    res = ClaimResult(
+        claim=_claim(cid="X-2"),
+        estimates={
+            "A": arm([1.0, 1.2, 1.1, 0.9, 1.0, 1.3], "X-2", "A"),
+            "B": arm(None, "X-2", "B", items=[[0.4, 0.5, 0.6, 0.5]]),
+        },
+        ours="A",
+        comparisons=[Comparison("A", "B")],
+        budget="b",
+        deviations=[],
+        floor_reason="none in this test",
+    )
+    assert res.n_seeds == 6 and res.one_run == ["B"]
+    assert seeds_text(res.n_seeds, res.one_run) == "6 seeds per arm (B: one run)"
+    row = res.to_row()
+    assert (row["n_seeds"], row["one_run"]) == (6, ["B"])
+    single = dataclasses.replace(
+        res,
+        estimates={
+            "A": arm(None, "X-2", "A", items=[[0.9, 1.0, 1.1]]),
+            "B": arm(None, "X-2", "B", items=[[0.4, 0.5, 0.6, 0.5]]),
+        },
+    )
+    assert (single.n_seeds, single.one_run) == (1, [])
+    assert seeds_text(1) == "1 seed per arm"

@@ -13,7 +13,14 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from memrl.runtime import atomic_write_json, atomic_write_text
-from memrl.stats.claims import INCONCLUSIVE, VERDICT_RULE, VERDICTS, comparison_text, share
+from memrl.stats.claims import (
+    INCONCLUSIVE,
+    VERDICT_RULE,
+    VERDICTS,
+    comparison_text,
+    seeds_text,
+    share,
+)
 from memrl.stats.compare import MEASURED_RATES
 
 
@@ -221,7 +228,7 @@ def render(rows: list[dict[str, Any]]) -> str:
         out.append(
             f"*Verdict:* {verdict_text(r)}"
             + (f" (coverage: {r['coverage_note']})" if r.get("coverage_note") else "")
-            + f"; {r['n_seeds']} seeds per arm  "
+            + f"; {seeds_text(r['n_seeds'], r.get('one_run') or ())}  "
         )
         out.append(
             f"*Regime:* {r['regime']}; *budget:* ours {r.get('used_budget') or 'n/a'}, the "
@@ -297,6 +304,7 @@ def write(results: Path, families: list[Listed]) -> Path:
                 "metric",
                 "ours",
                 "n_seeds",
+                "one_run",
                 "budget",
                 "regime",
                 "paper_budget",

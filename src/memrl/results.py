@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from memrl.runtime import atomic_path, atomic_write_json, repo_root
-from memrl.stats.claims import ClaimResult, comparison_text, share
+from memrl.stats.claims import ClaimResult, comparison_text, seeds_text, share
 
 # for `dvc metrics`: an inconclusive verdict is no score (null), not a low one; the scale is
 # symmetric around "mixed", as the verdicts are
@@ -123,7 +123,7 @@ def claims_text(rows: Sequence[ClaimResult], digits: int = 3, width: int = 100) 
         out += wrap(f"{r.claim.claim_id}: {r.verdict}", "", "    ")
         head = (
             f"ours: {r.ours} {g(e.iqm)} [{g(e.ci_low)}, {g(e.ci_high)}]; floor: {floor}; "
-            f"{r.n_seeds} seeds; coverage {share(r.coverage)}"
+            f"{seeds_text(r.n_seeds, r.one_run)}; coverage {share(r.coverage)}"
         )
         out += wrap(head, "  ", "    ")
         for o in r.outcomes:

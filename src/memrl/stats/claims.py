@@ -16,6 +16,7 @@ alike: *partially* and *partially contradicted*.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import KW_ONLY, asdict, dataclass, field, replace
 from functools import cached_property
 from typing import Any
@@ -156,6 +157,13 @@ class PaperEffect:
             )
         lo, hi = sorted((move(side.ci_low), move(side.ci_high)))
         return Estimate(move(side.iqm), lo, hi, side.n)
+
+
+def seeds_text(n_seeds: int, one_run: Sequence[str] = ()) -> str:
+    """``6 seeds per arm (Mem0-style heuristic: one run)``: a claim's seeds, and the arms run
+    once beside them (a deterministic method is one run, not one seed short)."""
+    text = f"{n_seeds} seed{'' if n_seeds == 1 else 's'} per arm"
+    return text + (f" ({', '.join(one_run)}: one run)" if one_run else "")
 
 
 def comparison_text(c: dict[str, Any], digits: int = 4) -> str:
@@ -492,11 +500,24 @@ class ClaimResult:
     def verdict(self) -> str:
         return str(self.decision)
 
+    def _run_arms(self) -> dict[str, int]:
+        """Each run arm's seeds (paper constants, floors and ceilings left out)."""
+        edges = {c.floor for c in self.comparisons} | {c.ceiling for c in self.comparisons}
+        return {k: e.n for k, e in self.estimates.items() if e.n and k not in edges}
+
     @property
     def n_seeds(self) -> int:
-        """The fewest seeds of any run arm (paper constants and floors left out)."""
-        floors = {c.floor for c in self.comparisons} | {c.ceiling for c in self.comparisons}
-        return min((e.n for k, e in self.estimates.items() if e.n and k not in floors), default=0)
+        """The fewest seeds of a run arm that ran on several; an arm run once beside them (a
+        deterministic method is one run) is named by :attr:`one_run` instead of making the
+        claim read "1 seed"."""
+        seeds = self._run_arms().values()
+        return min((n for n in seeds if n > 1), default=min(seeds, default=0))
+
+    @property
+    def one_run(self) -> list[str]:
+        """The run arms of one run beside arms of several seeds."""
+        arms = self._run_arms()
+        return [k for k, n in arms.items() if n == 1] if max(arms.values(), default=0) > 1 else []
 
     def _named(self, name: str | None) -> dict[str, Any] | None:
         if name is None:
@@ -546,6 +567,7 @@ class ClaimResult:
             "floor_reason": self.floor_reason or None,
             "ceiling": self._named(ceiling),
             "n_seeds": self.n_seeds,
+            "one_run": self.one_run,
             "budget": self.budget,
             "verdict": self.verdict,
             "category": self.decision.category,
