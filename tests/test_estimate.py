@@ -153,7 +153,16 @@ def test_the_runs_stage_publishes_timings_that_price_a_fresh_clone(tmp_path, mon
     assert "priced from the published timings on Intel Xeon (test)" in priced.summary()
 
 
-def test_a_pulled_store_prices_as_the_machine_that_made_it_not_as_this_one(monkeypatch):
+def empty_store(monkeypatch, tmp_path, records=()) -> None:
+    """The estimate's run stores as a fresh clone has them (none; or ``records`` as what
+    reading them gives): a maintainer's machine holds stored runs, which price as measured."""
+    from memrl import estimate
+
+    monkeypatch.setattr(estimate, "read_records", lambda path: list(records))
+    monkeypatch.setattr(estimate, "RunStore", lambda path: RunStore(tmp_path / "empty"))
+
+
+def test_a_pulled_store_prices_as_the_machine_that_made_it_not_as_this_one(monkeypatch, tmp_path):
     """After ``dvc pull`` the store holds another machine's runs: they price like the published
     timings (scaled by --calibrate's ratio, or by this machine's own runs where some groups
     have both), never as this machine's seconds."""
@@ -170,7 +179,7 @@ def test_a_pulled_store_prices_as_the_machine_that_made_it_not_as_this_one(monke
         return {"spec": s.to_json(), "seconds": per_cost * s.cost, "isa": {"cpu": cpu}}
 
     pulled = [record(a, "Old CPU", 2.0), record(b, "Old CPU", 3.0)]
-    monkeypatch.setattr(estimate, "read_records", lambda path: pulled)
+    empty_store(monkeypatch, tmp_path, pulled)
     monkeypatch.setattr("memrl.isa.cpu_model", lambda: "This CPU")
     todo = [s for s in specs if s.name not in (a.name, b.name)]
     plain = estimate.estimate_family(fam.name, "default", todo, 2)
@@ -185,14 +194,16 @@ def test_a_pulled_store_prices_as_the_machine_that_made_it_not_as_this_one(monke
 
     # this machine's own run of group a scales the other CPU's rate of group b
     mine = record(a, "This CPU", 5.0)
-    monkeypatch.setattr(estimate, "read_records", lambda path: [*pulled, mine])
+    empty_store(monkeypatch, tmp_path, [*pulled, mine])
     here = estimate.estimate_family(fam.name, "default", todo, 2, calibration=timed)
     assert here.scale is not None and here.scale.factor == pytest.approx(2.5)
     other = next(p for p in here.todo if job_group(p.spec.name) == job_group(b.name))
     assert other.seconds == pytest.approx(2.5 * 3.0 * other.spec.cost)
 
 
-def test_calibration_scales_the_published_timings_by_this_machines_measured_speed(monkeypatch):
+def test_calibration_scales_the_published_timings_by_this_machines_measured_speed(
+    monkeypatch, tmp_path
+):
     """`memrl estimate --calibrate`: a few smoke jobs priced at >= 2 s each, spread over the
     families, run here; the median of their seconds over the published ones scales every
     price the published timings make (and only those), and the line says so with the range."""
@@ -212,7 +223,7 @@ def test_calibration_scales_the_published_timings_by_this_machines_measured_spee
     measured = calibrate.calibrate(4)
     assert (measured.ratio, measured.jobs, measured.low, measured.high) == (1.75, 4, 1.0, 3.0)
 
-    monkeypatch.setattr(estimate, "read_records", lambda path: [])  # a fresh clone
+    empty_store(monkeypatch, tmp_path)  # a fresh clone
     fam = families.get("episodic_control")
     specs = fam.grid(families.load_family(fam.name, "default"))
     plain = estimate.estimate_family(fam.name, "default", specs, 2, fresh=True)
@@ -224,9 +235,10 @@ def test_calibration_scales_the_published_timings_by_this_machines_measured_spee
     assert "(1.00-3.00)" in scaled.summary()
 
 
-def test_estimate_calibrate_checks_its_input_before_it_runs_anything(monkeypatch, capsys):
+def test_estimate_calibrate_checks_its_input_before_it_runs_anything(monkeypatch, capsys, tmp_path):
     from memrl import calibrate
 
+    empty_store(monkeypatch, tmp_path)
     ran = []
     monkeypatch.setattr(
         calibrate,
