@@ -50,6 +50,7 @@ from memrl.runs import (
     read_cpus,
     read_records,
     read_timings,
+    record_cpu,
 )
 
 PUBLISHED = "published"  # a calibration source: the timings.json kept in git
@@ -170,11 +171,12 @@ def machine_scale(
     """This machine's speed from the runs it stored: the median, over the job groups both
     price, of the stored runs' median rate over the published rate; ``None`` when no group
     is in both."""
-    ratios = [
-        statistics.median(stored[g]) / statistics.median(published[g])
+    medians = [
+        (statistics.median(stored[g]), statistics.median(published[g]))
         for g in sorted(stored.keys() & published.keys())
-        if stored[g] and published[g] and statistics.median(published[g]) > 0
+        if stored[g] and published[g]
     ]
+    ratios = [mine / theirs for mine, theirs in medians if theirs > 0]
     if not ratios:
         return None
     n, factor = len(ratios), statistics.median(ratios)
@@ -287,15 +289,15 @@ def estimate_family(
 
 
 def on_this_cpu(
-    records: Sequence[dict[str, Any]], cpu: str | None = None
+    records: Sequence[dict[str, Any]],
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """``records`` split into those made on ``cpu`` (default: this machine's model, as runs
-    record it) and the rest (another machine's, or an unrecorded one's)."""
+    """``records`` split into those made on this machine's CPU model (as runs record it) and
+    the rest (another machine's, or an unrecorded one's)."""
     from memrl.isa import cpu_model
 
-    cpu = cpu_model() if cpu is None else cpu
-    mine = [r for r in records if (r.get("isa") or {}).get("cpu") == cpu]
-    return mine, [r for r in records if (r.get("isa") or {}).get("cpu") != cpu]
+    cpu = cpu_model()
+    mine = [r for r in records if record_cpu(r) == cpu]
+    return mine, [r for r in records if record_cpu(r) != cpu]
 
 
 def estimate_families(

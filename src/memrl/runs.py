@@ -239,11 +239,16 @@ def timings(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
     return {"groups": groups, "cpus": cpus(records)}
 
 
+def record_cpu(rec: Mapping[str, Any]) -> str:
+    """The CPU model a stored record was computed on (its ``isa.cpu``), or "an unrecorded
+    CPU" for a record older than that field."""
+    return (rec.get("isa") or {}).get("cpu") or "an unrecorded CPU"
+
+
 def cpus(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
-    """``{CPU model: jobs}`` of stored records (each record's ``isa.cpu``): prices from
-    different machines do not compare, so a price names the machine its seconds were
-    measured on."""
-    seen = Counter((rec.get("isa") or {}).get("cpu") or "an unrecorded CPU" for rec in records)
+    """``{CPU model: jobs}`` of stored records (:func:`record_cpu`): prices from different
+    machines do not compare, so a price names the machine its seconds were measured on."""
+    seen = Counter(record_cpu(rec) for rec in records)
     return dict(sorted(seen.items()))
 
 

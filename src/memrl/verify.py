@@ -28,7 +28,7 @@ from typing import Any
 
 from memrl.executors import execute
 from memrl.jobs import JobSpec
-from memrl.runs import RunStore
+from memrl.runs import RunStore, record_cpu
 
 
 @dataclass
@@ -113,10 +113,8 @@ def verify(
             if diff is None:
                 out[spec.key] = Checked(spec, "identical")
             else:
-                cpus = [(r.get("isa") or {}).get("cpu", "an unrecorded CPU") for r in (rec, new)]
-                out[spec.key] = Checked(
-                    spec, "differs", f"{diff} (store: {cpus[0]}; here: {cpus[1]})"
-                )
+                where = f"store: {record_cpu(rec)}; here: {record_cpu(new)}"
+                out[spec.key] = Checked(spec, "differs", f"{diff} ({where})")
     return [out[s.key] for s, _ in picked]
 
 
@@ -162,8 +160,8 @@ def compare_cached(
             out.append(Checked(spec, "stale", "stored by other code or kernels"))
             continue
         diff = first_difference(computed(rec["result"]), computed(mine["result"]))
-        cpus = [(r.get("isa") or {}).get("cpu", "an unrecorded CPU") for r in (rec, mine)]
-        detail = f"{diff} (store: {cpus[0]}; here: {cpus[1]})" if diff else ""
+        where = f"store: {record_cpu(rec)}; here: {record_cpu(mine)}"
+        detail = f"{diff} ({where})" if diff else ""
         out.append(Checked(spec, "differs" if diff else "identical", detail))
     return out
 
