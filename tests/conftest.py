@@ -13,6 +13,21 @@ set_torch_threads(1)
 
 
 @pytest.fixture
+def empty_store(monkeypatch, tmp_path):
+    """Call it to make the estimate's run stores what a fresh clone has (none; or
+    ``records`` as what reading them gives): a maintainer's machine holds stored runs, which
+    price as measured."""
+    from memrl import estimate
+    from memrl.runs import RunStore
+
+    def empty(records=()) -> None:
+        monkeypatch.setattr(estimate, "read_records", lambda path: list(records))
+        monkeypatch.setattr(estimate, "RunStore", lambda path: RunStore(tmp_path / "empty"))
+
+    return empty
+
+
+@pytest.fixture
 def params_with(tmp_path):
     """``params_with(mutate, family=None)``: a copy of params.yaml in ``tmp_path`` changed by
     ``mutate`` (given the whole file, or ``family``'s default block); returns its path."""

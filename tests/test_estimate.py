@@ -153,16 +153,9 @@ def test_the_runs_stage_publishes_timings_that_price_a_fresh_clone(tmp_path, mon
     assert "priced from the published timings on Intel Xeon (test)" in priced.summary()
 
 
-def empty_store(monkeypatch, tmp_path, records=()) -> None:
-    """The estimate's run stores as a fresh clone has them (none; or ``records`` as what
-    reading them gives): a maintainer's machine holds stored runs, which price as measured."""
-    from memrl import estimate
-
-    monkeypatch.setattr(estimate, "read_records", lambda path: list(records))
-    monkeypatch.setattr(estimate, "RunStore", lambda path: RunStore(tmp_path / "empty"))
-
-
-def test_a_pulled_store_prices_as_the_machine_that_made_it_not_as_this_one(monkeypatch, tmp_path):
+def test_a_pulled_store_prices_as_the_machine_that_made_it_not_as_this_one(
+    monkeypatch, empty_store
+):
     """After ``dvc pull`` the store holds another machine's runs: they price like the published
     timings (scaled by --calibrate's ratio, or by this machine's own runs where some groups
     have both), never as this machine's seconds."""
@@ -179,7 +172,7 @@ def test_a_pulled_store_prices_as_the_machine_that_made_it_not_as_this_one(monke
         return {"spec": s.to_json(), "seconds": per_cost * s.cost, "isa": {"cpu": cpu}}
 
     pulled = [record(a, "Old CPU", 2.0), record(b, "Old CPU", 3.0)]
-    empty_store(monkeypatch, tmp_path, pulled)
+    empty_store(pulled)
     monkeypatch.setattr("memrl.isa.cpu_model", lambda: "This CPU")
     todo = [s for s in specs if s.name not in (a.name, b.name)]
     plain = estimate.estimate_family(fam.name, "default", todo, 2)
@@ -194,7 +187,7 @@ def test_a_pulled_store_prices_as_the_machine_that_made_it_not_as_this_one(monke
 
     # this machine's own run of group a scales the other CPU's rate of group b
     mine = record(a, "This CPU", 5.0)
-    empty_store(monkeypatch, tmp_path, [*pulled, mine])
+    empty_store([*pulled, mine])
     here = estimate.estimate_family(fam.name, "default", todo, 2, calibration=timed)
     assert here.scale is not None and here.scale.factor == pytest.approx(2.5)
     other = next(p for p in here.todo if job_group(p.spec.name) == job_group(b.name))
@@ -202,7 +195,7 @@ def test_a_pulled_store_prices_as_the_machine_that_made_it_not_as_this_one(monke
 
 
 def test_calibration_scales_the_published_timings_by_this_machines_measured_speed(
-    monkeypatch, tmp_path
+    monkeypatch, empty_store
 ):
     """`memrl estimate --calibrate`: a few smoke jobs priced at >= 2 s each, spread over the
     families, run here; the median of their seconds over the published ones scales every
@@ -223,7 +216,7 @@ def test_calibration_scales_the_published_timings_by_this_machines_measured_spee
     measured = calibrate.calibrate(4)
     assert (measured.ratio, measured.jobs, measured.low, measured.high) == (1.75, 4, 1.0, 3.0)
 
-    empty_store(monkeypatch, tmp_path)  # a fresh clone
+    empty_store()  # a fresh clone
     fam = families.get("episodic_control")
     specs = fam.grid(families.load_family(fam.name, "default"))
     plain = estimate.estimate_family(fam.name, "default", specs, 2, fresh=True)
@@ -235,10 +228,12 @@ def test_calibration_scales_the_published_timings_by_this_machines_measured_spee
     assert "(1.00-3.00)" in scaled.summary()
 
 
-def test_estimate_calibrate_checks_its_input_before_it_runs_anything(monkeypatch, capsys, tmp_path):
+def test_estimate_calibrate_checks_its_input_before_it_runs_anything(
+    monkeypatch, capsys, empty_store
+):
     from memrl import calibrate
 
-    empty_store(monkeypatch, tmp_path)
+    empty_store()
     ran = []
     monkeypatch.setattr(
         calibrate,

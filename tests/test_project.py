@@ -106,7 +106,7 @@ def test_the_readmes_verdict_table_is_the_published_reports():
     }
 
 
-def test_the_readmes_price_is_what_a_fresh_clone_prices(monkeypatch, tmp_path):
+def test_the_readmes_price_is_what_a_fresh_clone_prices(empty_store):
     """The README's price of the default profile from scratch is `memrl estimate --fresh` on
     a fresh clone (from the timings git keeps, no run store; within 2%), and it names the
     CPU those timings were measured on (it was typed, and drifted: ~60,000 core-s beside an
@@ -115,11 +115,8 @@ def test_the_readmes_price_is_what_a_fresh_clone_prices(monkeypatch, tmp_path):
 
     from memrl import estimate, families
     from memrl.cli import family_params
-    from memrl.runs import RunStore
 
-    # no run store, as on a clone (a machine that stored runs prices those by their seconds)
-    monkeypatch.setattr(estimate, "read_records", lambda path: [])
-    monkeypatch.setattr(estimate, "RunStore", lambda path: RunStore(tmp_path / "empty"))
+    empty_store()  # no run store, as on a clone (stored runs price by their own seconds)
     configs = {f: family_params(f, "default", []) for f in families.NAMES}
     priced = estimate.estimate_families("default", configs, fresh=True)
     total = sum(e.core_seconds for e in priced)
