@@ -322,6 +322,38 @@ def test_mirrored_evidence_gives_the_mirrored_verdict(shifts, kw) -> None:
     assert len(seen) > 1 or kw  # the experiments reach more than one verdict
 
 
+def test_an_arm_that_collapsed_on_some_seeds_is_named() -> None:
+    """A trained policy that answers as a deterministic baseline does on 2 of its 3 seeds:
+    the verdict's detail says so (more of those seeds are copies, not evidence), whatever
+    the verdict; a run with every item alike (a tie at the top) is not a copy."""
+    base = [1.0, 0.0, 1.0, 1.0, 0.0, 1.0]
+    other = [0.0, 0.0, 1.0, 0.0, 0.0, 1.0]
+    top = [1.0] * 6
+    qs = "the test questions"
+    est = {
+        "learned": arm(None, "COL", "learned", items=[base, other, base], shared=qs),
+        "baseline": arm(None, "COL", "baseline", items=[base], shared=qs),
+        "topped": arm(None, "COL", "topped", items=[top, top, other], shared=qs),
+        "maximum": arm(None, "COL", "maximum", items=[top], shared=qs),
+    }
+    assert bootstrap.copied_runs(est["learned"], est["baseline"]) == 2
+    assert bootstrap.copied_runs(est["topped"], est["maximum"]) == 0  # alike at the top
+    assert bootstrap.copied_runs(est["learned"], arm(None, "COL", "b", items=[base])) == 0
+    result = ClaimResult(
+        claim=SIM,
+        estimates=est,
+        ours="learned",
+        comparisons=[Comparison("learned", "baseline"), Comparison("topped", "maximum")],
+        budget="-",
+        deviations=[],
+        floor_reason="a test of the detail alone",
+        power_experiments=0,
+    )
+    named = "learned scores as baseline on each of the test questions on 2 of 3 seeds"
+    assert result.collapsed == [named] and named in result.verdict
+    assert result.decision.category == INCONCLUSIVE  # the category is the judgements' alone
+
+
 def main(experiments: int) -> None:
     for name, (shift, relation, _, _) in SCENARIOS.items():
         for n in (5, 10):

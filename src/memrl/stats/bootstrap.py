@@ -173,6 +173,21 @@ def identical(a, b) -> bool:
     return ra == rb or (bool(a.items) and len(set(ra + rb)) == 1)
 
 
+def copied_runs(a, b) -> int:
+    """How many of ``a``'s runs equal ``b``'s item by item (``b``'s run at the same seed, or
+    its one run where ``b`` is deterministic), both scored on the same items: a policy that
+    collapsed onto another on those seeds. A run whose items all score alike (every question
+    right, every task at the maximum) is a tie at an edge, not a copy, and never counts."""
+    if not (isinstance(a, Arm) and isinstance(b, Arm) and a.items and b.items):
+        return 0
+    if not a.shared or a.shared != b.shared or b.n not in (1, a.n):
+        return 0
+    theirs = b.items * a.n if b.n == 1 else b.items
+    return sum(
+        mine == other and len(set(mine)) > 1 for mine, other in zip(a.items, theirs, strict=True)
+    )
+
+
 def _exact(k: int, n: int, level: float = LEVEL) -> tuple[float, float]:
     """Clopper–Pearson interval of a success share ``k / n``."""
     from scipy import stats

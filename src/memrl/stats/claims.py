@@ -22,7 +22,7 @@ from functools import cached_property
 from typing import Any
 
 from memrl.stats.aggregate import Estimate, stable_seed
-from memrl.stats.bootstrap import REPS, Arm, identical
+from memrl.stats.bootstrap import REPS, Arm, copied_runs, identical
 from memrl.stats.compare import (
     BEATS,
     FAILS,
@@ -452,6 +452,22 @@ class ClaimResult:
         return out
 
     @property
+    def collapsed(self) -> list[str]:
+        """Each compared arm that equals another of the claim's arms item by item on some of
+        its seeds but not all (all: :attr:`copies`), as a sentence for the verdict's detail:
+        a policy that collapsed onto another's on those seeds."""
+        names = list(dict.fromkeys(n for c in self.comparisons for n in (c.better, c.worse)))
+        whole = {a for a, _ in self.copies}
+        out = []
+        for a in names:
+            est = self.estimates[a]
+            for b, other in self.estimates.items():
+                k = copied_runs(est, other) if b != a and a not in whole else 0
+                if 0 < k < est.n:
+                    out.append(f"{a} scores as {b} on each of {est.shared} on {k} of {est.n} seeds")
+        return out
+
+    @property
     def multiplicity(self) -> str | None:
         """How the claim's comparisons are corrected together (None: only one)."""
         return "holm" if len(self.comparisons) > 1 else None
@@ -494,6 +510,7 @@ class ClaimResult:
             self.below_floor,
             unmet=[c.condition for c in self.conditions if not c.met],
             copies=self.copies,
+            collapsed=self.collapsed,
         )
 
     @property

@@ -9,7 +9,7 @@ in words (the report prints it); :func:`verdict` applies it; a :class:`Verdict` 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from memrl.stats.compare import (
     CEILING,
@@ -60,7 +60,8 @@ VERDICT_RULE = (
     "comparison in which no arm clears the floor, or no arm lies below the ceiling (a tie at "
     "the top), is undecided, whatever its difference; so is one whose CI has no width (*no "
     "spread*), one between copies (*identical* per-seed and per-item values: more seeds are "
-    "more copies), and one whose design no outcome could decide at 95% (*design*: 3 seeds "
+    "more copies; an arm that equals another item by item on only some of its seeds is "
+    "named in the verdict's detail), and one whose design no outcome could decide at 95% (*design*: 3 seeds "
     "against 3, 5 against a constant, 5 of 5 successes against one half). Where a run's "
     "value is a mean over items (test questions, tasks) the bootstrap resamples the items "
     "within each seed too (questions by conversation), the same draws for arms scored on the "
@@ -107,10 +108,12 @@ class Verdict:
         """Reason and detail as one text ("" for none)."""
         if not self.detail:
             return self.reason or ""
+        if not self.reason:  # a plain verdict with a fact beside it (an arm's collapse)
+            return self.detail
         return f"{self.reason}{'; ' if self.reason == 'floor' else ': '}{self.detail}"
 
     def __str__(self) -> str:
-        return f"{self.category} ({self.why})" if self.reason else self.category
+        return f"{self.category} ({self.why})" if self.why else self.category
 
     def mirrored(self) -> str:
         """The category flipping every comparison's sign should give."""
@@ -132,12 +135,29 @@ def verdict(
     below_floor: tuple[str, str] = ("floor", ""),
     unmet: Sequence[str] = (),
     copies: Sequence[tuple[str, str]] = (),
+    collapsed: Sequence[str] = (),
 ) -> Verdict:
     """Apply :data:`VERDICT_RULE` to judged comparisons (``coverage``: our budget / the
     paper's, None if unknown; ``below_floor``: the reason and detail a claim whose methods
     all sit at their floor is inconclusive for; ``unmet``: the claim's conditions our runs do
-    not meet; ``copies``: (arm, the arm it equals)).
+    not meet; ``copies``: (arm, the arm it equals); ``collapsed``: arms that equal another
+    on some seeds, said in the detail of whatever verdict the judgements give).
     Symmetric: the judgements with every sign flipped give :data:`MIRROR` of the verdict."""
+    v = _verdict(judgements, coverage_complete, regime, coverage, below_floor, unmet, copies)
+    if not collapsed:
+        return v
+    return replace(v, detail="; ".join(t for t in (v.detail, *collapsed) if t))
+
+
+def _verdict(
+    judgements: list[Judgement],
+    coverage_complete: bool,
+    regime: str,
+    coverage: float | None,
+    below_floor: tuple[str, str],
+    unmet: Sequence[str],
+    copies: Sequence[tuple[str, str]],
+) -> Verdict:
     if not judgements:
         raise ValueError("a claim needs at least one comparison")
     outcomes = [j.outcome for j in judgements]
