@@ -229,15 +229,31 @@ def test_experience_replay_claims_follow_the_runs():
     assert row["conditions"][0]["met"] is False
     her = {r.claim.claim_id: r for r in er.claims(cfg, er_runs(cfg, True))}["ER-4"]
     # judged on the success rate at each swept length beyond the paper's DQN reach (15 bits)
-    # and HER against the paper's "solves" (success above 0.9) at each of those lengths
+    # HER against the paper's "solves" (success above 0.9) at each of those lengths, and
+    # the paper's other number: DQN below it past ~15 bits
     assert [str(c) for c in her.comparisons] == [
         t
         for n in (20, 30, 40, 50)
-        for t in (f"DQN+HER · {n} bits > DQN · {n} bits", f"DQN+HER · {n} bits > solved: 0.9")
+        for t in (
+            f"DQN+HER · {n} bits > DQN · {n} bits",
+            f"DQN+HER · {n} bits > solved: 0.9",
+            f"solved: 0.9 > DQN · {n} bits",
+        )
     ]
+    assert all(c.effect for c in her.comparisons[1::3] + her.comparisons[2::3])
     trend = her.trends[0]
     assert [p.effect.iqm for p in trend.points][0] == 0  # nothing solved at 25% in these runs
     assert trend.direction == "widening" and trend.heading == "the paper's way"
+    # a constant on the better side: the level minus DQN (at 0 past 20 bits in these runs)
+    below = {t.comparison: t for t in her.trends}["solved: 0.9 > DQN · 30 bits"]
+    assert [p.effect.iqm for p in below.points] == pytest.approx([0.9] * len(below.points))
+    # the paper's DQN solves these lengths
+    short = cfg.model_copy(update={"her": cfg.her.model_copy(update={"n_bits": [5, 10]})})
+    low = {r.claim.claim_id: r for r in er.claims(short, er_runs(short, True))}["ER-4"]
+    assert [str(c) for c in low.comparisons] == [
+        "DQN+HER · 10 bits > DQN · 10 bits",
+        "DQN+HER · 10 bits > solved: 0.9",
+    ]
 
 
 def test_experience_replay_plot_tables_are_the_declared_dvc_plots_with_ci_bands():

@@ -103,15 +103,18 @@ def trends(
 ) -> list[Trend]:
     """One :class:`Trend` per comparison of ``claim`` (its id seeds the bootstraps, its
     direction signs the effects) whose two sides have ``series``: an array
-    (seeds x checkpoints, one column per ``fractions``) or a paper's constant. Checkpoints
+    (seeds x checkpoints, one column per ``fractions``) or a paper's constant (on either
+    side: a level the runs should stay below is the better side). Checkpoints
     where a side has a NaN (no episode ended yet) are left out. ``statistic``: over seeds, as
     the claim's arms."""
     out = []
     for c in comparisons:
         if c.better not in series or c.worse not in series:
             continue
-        a = np.asarray(series[c.better], dtype=np.float64)
-        b = series[c.worse]
+        a, b, higher = series[c.better], series[c.worse], claim.higher_is_better
+        if np.ndim(a) == 0:  # a paper's constant above the runs: c − B is −(B − c)
+            a, b, higher = b, a, not higher
+        a = np.asarray(a, dtype=np.float64)
         points = []
         for j, f in enumerate(fractions):
             bj = b if np.ndim(b) == 0 else np.asarray(b, dtype=np.float64)[:, j]
@@ -119,7 +122,7 @@ def trends(
             if np.isnan(aj).any() or np.isnan(bj).any():
                 continue
             seed = stable_seed(claim.claim_id, str(c), f"{f:.4f}")
-            d = effect(aj, bj, claim.higher_is_better, seed, reps, statistic)
+            d = effect(aj, bj, higher, seed, reps, statistic)
             points.append(TrendPoint(float(f), d))
         if points:
             out.append(Trend(str(c), tuple(points)))
