@@ -459,10 +459,10 @@ class ClaimResult:
         names = list(dict.fromkeys(n for c in self.comparisons for n in (c.better, c.worse)))
         whole = {a for a, _ in self.copies}
         out = []
-        for a in names:
+        for a in (a for a in names if a not in whole):
             est = self.estimates[a]
             for b, other in self.estimates.items():
-                k = copied_runs(est, other) if b != a and a not in whole else 0
+                k = copied_runs(est, other) if b != a else 0
                 if 0 < k < est.n:
                     out.append(f"{a} scores as {b} on each of {est.shared} on {k} of {est.n} seeds")
         return out
