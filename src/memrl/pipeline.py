@@ -74,8 +74,10 @@ def write_params(profile: str) -> Path:
 # =========================================================================== stage runs_<family>
 def run_stage(family: str, profile: str = "default", executor: str | None = None) -> Executed:
     """Stage ``runs_<family>``: price the jobs the profile's store lacks (from the stored and
-    published timings), run them, then write the store's speed beside the results (kept in
-    git: what a fresh clone's estimate prices from)."""
+    published timings), check that their claims' design can decide (:mod:`memrl.design_check`),
+    run them, then write the store's speed beside the results (kept in git: what a fresh
+    clone's estimate prices from)."""
+    from memrl import design_check
     from memrl.estimate import estimate_family
 
     fam = families.get(family)
@@ -84,6 +86,8 @@ def run_stage(family: str, profile: str = "default", executor: str | None = None
     specs = fam.grid(cfg)  # built once: priced, then run
     priced = estimate_family(family, profile, specs, load_runtime().processes)
     if priced.todo:  # with nothing to run, the executor's own count says so
+        # a design no outcome could decide fails here, before its compute is spent
+        print(design_check.check(fam, cfg, profile, specs, store), flush=True)
         print(priced.summary(), flush=True)
     done = run_jobs(fam, cfg, profile, store, executor, specs)
     write_timings(repo_root() / fam.timings_path(profile), store.records())

@@ -7,6 +7,7 @@ from typing import Any
 
 import pandas as pd
 
+from memrl.envs.registry import short_env
 from memrl.families import Plot
 from memrl.stats.floors import FLOOR
 from memrl.stats.points import wide
@@ -43,6 +44,11 @@ def load(results: Sequence[dict[str, Any]], env_order: Sequence[str]) -> pd.Data
     order = {e: i for i, e in enumerate(env_order)}
     df = df.assign(_o=df.env.map(order)).sort_values(["_o", "method", "seed"], kind="stable")
     return df.drop(columns="_o").reset_index(drop=True)
+
+
+def from_records(cfg: Any, results: Sequence[dict[str, Any]]) -> pd.DataFrame:
+    """:func:`load` in the profile's env order (what the claims take)."""
+    return load(results, [short_env(e.env_id) for e in cfg.envs])
 
 
 def plot_data(curve_df: pd.DataFrame) -> dict[str, pd.DataFrame]:

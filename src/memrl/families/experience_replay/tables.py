@@ -67,6 +67,11 @@ def load(results: Sequence[dict[str, Any]]) -> dict[str, pd.DataFrame]:
     return out
 
 
+def from_records(cfg: ExperienceReplayParams, results: Sequence[dict[str, Any]]) -> dict:
+    """:func:`load` (the claims' tables; ``cfg`` for the families' common signature)."""
+    return load(results)
+
+
 def sweeps(results: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """The figures' long tables: per line and point, the IQM over seeds with its 95% CI.
 

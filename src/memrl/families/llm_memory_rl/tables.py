@@ -95,6 +95,11 @@ def load(cfg: LLMMemoryRLParams, results: Sequence[dict[str, Any]]) -> Runs:
     )
 
 
+def from_records(cfg: LLMMemoryRLParams, results: Sequence[dict[str, Any]]) -> Runs:
+    """:func:`load` (the families' common signature: the claims' tables from a store's results)."""
+    return load(cfg, results)
+
+
 def test_items(metric: str):
     """A shop run's per-task values of ``test_score`` / ``test_success`` (its items)."""
     key = metric.removeprefix("test_")

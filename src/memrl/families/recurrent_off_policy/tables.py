@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 
 import pandas as pd
 
+from memrl.envs.registry import short_env
 from memrl.families import Plot
 from memrl.stats.aggregate import estimate
 from memrl.stats.floors import FLOOR
@@ -97,6 +98,11 @@ def load(results: Sequence[dict[str, Any]], env_order: Sequence[str] = ()) -> Ru
     card = tuple(r for r in results if "card" in r and r.get("study", "card") == "card")
     truncation = tuple(r for r in results if r.get("study") == "truncation")
     return Runs(df[df.length == 0].reset_index(drop=True), df[df.length > 0], t, card, truncation)
+
+
+def from_records(cfg: Any, results: Sequence[dict[str, Any]]) -> Runs:
+    """:func:`load` in the profile's env order (what the claims take)."""
+    return load(results, [short_env(e.env_id) for e in cfg.envs])
 
 
 def tmaze_success(runs: Runs, reps: int) -> pd.DataFrame:

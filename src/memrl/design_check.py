@@ -1,0 +1,105 @@
+"""What a profile's design can decide, checked before its jobs run.
+
+A comparison that no outcome could decide at 95% (3 seeds against 3 reach p = 1/20, 5 seeds
+against a constant 1/32: :func:`memrl.stats.design.decidable`) is named *design* by the
+verdict after the runs. That is too late: the compute is spent. So before a family's jobs run
+for a profile meant to decide (not ``smoke``, whose two seeds test the wiring), its claims
+are built on **phantom runs**, and every comparison whose design cannot decide is an error
+that names it and the seeds per arm that could.
+
+Phantom runs have the grid's shape and nothing new in them: each job's stored result (the
+profile's own run store), or, for a job not run yet, the stored result of another job of
+its group (the same label but the seed or run, e.g. another seed of RSAC-LSTM · Pendulum-V)
+with the seed set to the job's. Only the seeds and items enter the design, so a copy's
+values do not matter. A job group with no stored run at all (a new env, method or task)
+gives no shape to copy: that family is not checked, and the check says so.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from memrl.config import ConfigError
+from memrl.families import Family, load_family
+from memrl.runs import RunStore, job_group
+from memrl.stats.claims import MATCHES, ClaimResult
+from memrl.stats.design import decidable, seeds_for_design
+from memrl.stats.floors import split
+
+DECIDING = ("default", "paper")  # profiles whose verdicts decide (smoke's 2 seeds cannot)
+SEED_FIELDS = ("seed", "run")  # what numbers a job of a group, in its kwargs and its result
+
+
+class DesignError(ConfigError):
+    """Some comparison of the profile cannot be decided at its seeds, whatever they score."""
+
+
+def phantom_records(specs: Sequence[Any], store: RunStore) -> tuple[list[dict], list[str]]:
+    """(one result per job of ``specs``, as above; the job groups with no stored run)."""
+    stored: dict[str, dict] = {}
+    for path in sorted(store.root.glob("[!.]*.json")) if store.root.is_dir() else []:
+        if path.name != "manifest.json":
+            rec = json.loads(path.read_text())
+            stored[rec["key"]] = rec
+    by_group: dict[tuple[str, str], dict] = {}
+    for rec in stored.values():
+        by_group.setdefault((rec["spec"]["fn"], job_group(rec["spec"]["label"])), rec["result"])
+    out, missing = [], []
+    for s in specs:
+        group = job_group(s.label)
+        result = stored[s.key]["result"] if s.key in stored else by_group.get((s.fn, group))
+        if result is None:
+            missing.append(group)
+            continue
+        seed = {k: s.kwargs[k] for k in SEED_FIELDS if k in s.kwargs and k in result}
+        out.append({**result, **seed})
+    return out, sorted(set(missing))
+
+
+def undecidable(result: ClaimResult) -> list[str]:
+    """Each of the claim's comparisons that no outcome of its design could decide, with the
+    seeds per arm that could (the sides as :meth:`ClaimResult._judge` judges them)."""
+    est, higher, effect = result.estimates, result.claim.higher_is_better, result.claim.paper_effect
+    out = []
+    for c in result.comparisons:
+        floor = est[c.floor] if c.floor else None
+        margin = c.margin.resolve(est[c.worse].iqm, floor and floor.iqm) if c.margin else None
+        threshold = -margin if c.relation == MATCHES else 0.0
+        worse = effect.apply(est[c.worse], higher) if c.effect and effect else est[c.worse]
+        if not decidable(est[c.better], worse, threshold, higher):
+            need = seeds_for_design(est[c.better], worse, threshold=threshold)
+            out.append(f"{result.claim.claim_id}: {c.text(effect)} (~{need} seeds per arm could)")
+    return out
+
+
+def judged(fam: Family, cfg: Any, records: list[dict], paper: Any) -> list[ClaimResult]:
+    """The family's claims on ``records`` (floor runs among them), as its notebook builds them."""
+    runs, floors = split(records)
+    claims = fam.module("claims").claims
+    extra = {"paper": paper} if "paper" in inspect.signature(claims).parameters else {}
+    return claims(cfg, fam.module("tables").from_records(cfg, runs), floors, **extra)
+
+
+def check(fam: Family, cfg: Any, profile: str, specs: Sequence[Any], store: RunStore) -> str:
+    """Raise :class:`DesignError` when a comparison of ``fam``'s claims for ``profile``
+    cannot decide at its seeds; else return a line saying what was checked."""
+    if profile not in DECIDING:
+        return f"{fam.name}: design not checked ({profile}'s seeds test the wiring, not the claims)"
+    records, missing = phantom_records(specs, store)
+    if missing:
+        return (
+            f"{fam.name}: design not checked before the runs ({len(missing)} job groups have "
+            f"no stored run to take their shape from, e.g. {missing[0]}): the verdicts name it"
+        )
+    paper = cfg if profile == "paper" else load_family(fam.name, "paper")
+    faults = [f for r in judged(fam, cfg, records, paper) for f in undecidable(r)]
+    if faults:
+        raise DesignError(
+            f"{fam.name} ({profile}): {len(faults)} comparisons cannot decide at these seeds "
+            "whatever the runs score; give their arms more seeds in params.yaml:\n  "
+            + "\n  ".join(faults)
+        )
+    return f"{fam.name}: every comparison's design can decide at the profile's seeds"
