@@ -30,7 +30,7 @@ from memrl.stats.design import decidable, seeds_for_design
 from memrl.stats.floors import split
 
 DECIDING = ("default", "paper")  # profiles whose verdicts decide (smoke's 2 seeds cannot)
-SEED_FIELDS = ("seed", "run")  # what numbers a job of a group, in its kwargs and its result
+SEED_FIELDS = ("seed", "run")  # what tells a group's jobs apart, in kwargs and results
 
 
 class DesignError(ConfigError):
@@ -40,10 +40,11 @@ class DesignError(ConfigError):
 def phantom_records(specs: Sequence[Any], store: RunStore) -> tuple[list[dict], list[str]]:
     """(one result per job of ``specs``, as above; the job groups with no stored run)."""
     stored: dict[str, dict] = {}
-    for path in sorted(store.root.glob("[!.]*.json")) if store.root.is_dir() else []:
-        if path.name != "manifest.json":
-            rec = json.loads(path.read_text())
-            stored[rec["key"]] = rec
+    for key in sorted(store.keys()):
+        try:
+            stored[key] = json.loads((store.root / f"{key}.json").read_text())
+        except (OSError, ValueError):  # lost or half-written: no shape to copy
+            continue
     by_group: dict[tuple[str, str], dict] = {}
     for rec in stored.values():
         by_group.setdefault((rec["spec"]["fn"], job_group(rec["spec"]["label"])), rec["result"])
