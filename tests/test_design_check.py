@@ -5,6 +5,7 @@ decide only."""
 import numpy as np
 import pandas as pd
 import pytest
+from test_verdict_rule import SIM
 
 from memrl import design_check, families
 from memrl.families import load_family
@@ -12,32 +13,19 @@ from memrl.jobs import JobSpec
 from memrl.runs import RunStore
 from memrl.stats.aggregate import reference
 from memrl.stats.bootstrap import arm
-from memrl.stats.claims import Claim, ClaimResult, Comparison
-
-TOY = Claim(
-    family="toy",
-    claim_id="TOY-1",
-    paper="-",
-    source="-",
-    statement="A beats B and the constant",
-    paper_value="-",
-    metric="score",
-    higher_is_better=True,
-    regime="final",
-    paper_budget=None,
-)
+from memrl.stats.claims import ClaimResult, Comparison
 
 
 def toy_result(n_a: int, n_b: int) -> ClaimResult:
     """A with ``n_a`` seeds against B with ``n_b`` and against the constant 0."""
     rng = np.random.default_rng(0)
     est = {
-        "A": arm(rng.normal(1, 1, n_a), "TOY-1", "A"),
-        "B": arm(rng.normal(0, 1, n_b), "TOY-1", "B"),
+        "A": arm(rng.normal(1, 1, n_a), "SIM", "A"),
+        "B": arm(rng.normal(0, 1, n_b), "SIM", "B"),
         "zero": reference(0.0),
     }
     return ClaimResult(
-        claim=TOY,
+        claim=SIM,
         estimates=est,
         ours="A",
         comparisons=[Comparison("A", "B"), Comparison("A", "zero")],
@@ -50,12 +38,10 @@ def toy_result(n_a: int, n_b: int) -> ClaimResult:
 def test_a_comparison_no_outcome_could_decide_is_named_with_the_seeds_that_could():
     # 3 seeds against 3 reach p = 1/20 at best; 5 against a constant 1/32 (> 2.5% each)
     assert design_check.undecidable(toy_result(3, 3)) == [
-        "TOY-1: A > B (~4 seeds per arm could)",
-        "TOY-1: A > zero (~6 seeds per arm could)",
+        "SIM: A > B (~4 seeds per arm could)",
+        "SIM: A > zero (~6 seeds per arm could)",
     ]
-    assert design_check.undecidable(toy_result(5, 4)) == [
-        "TOY-1: A > zero (~6 seeds per arm could)"
-    ]
+    assert design_check.undecidable(toy_result(5, 4)) == ["SIM: A > zero (~6 seeds per arm could)"]
     assert design_check.undecidable(toy_result(6, 4)) == []
 
 
