@@ -354,6 +354,44 @@ def test_an_arm_that_collapsed_on_some_seeds_is_named() -> None:
     assert result.decision.category == INCONCLUSIVE  # the category is the judgements' alone
 
 
+def test_copies_are_of_the_compared_arm_or_of_one_run_not_of_any_alike_arm() -> None:
+    """LLM-6 on 8 runs: two conditions score alike seed by seed at their first iteration
+    (nothing learned yet), each compared with its own fifth: not copies (more seeds inform
+    those comparisons: *power*, not *identical*). A policy equal on every seed to a
+    deterministic baseline's one run is a copy, whatever it is compared with."""
+    rng = np.random.default_rng(3)
+    first = rng.normal(0.3, 0.1, 8)
+    est = {
+        "a · 1": arm(first, "CP", "a · 1"),
+        "b · 1": arm(first, "CP", "b · 1"),
+        "a · 5": arm(first + rng.normal(0.01, 0.1, 8), "CP", "a · 5"),
+        "b · 5": arm(first + rng.normal(0.01, 0.1, 8), "CP", "b · 5"),
+    }
+    comps = [Comparison("a · 5", "a · 1"), Comparison("b · 5", "b · 1")]
+    result = ClaimResult(
+        claim=SIM,
+        estimates=est,
+        ours="a · 5",
+        comparisons=comps,
+        budget="-",
+        deviations=[],
+        floor_reason="a test of copies alone",
+        power_experiments=0,
+    )
+    assert result.copies == [] and "identical" not in result.verdict
+    items = [1.0, 0.0, 1.0, 0.0]
+    one = {
+        "baseline": arm(None, "CP", "baseline", items=[items]),
+        "learned": arm(None, "CP", "learned", items=[items] * 3),
+        "other": arm(None, "CP", "other", items=[[1.0, 1.0, 0.0, 1.0], [0.0, 1.0, 1.0, 1.0]]),
+    }
+    result = replace(
+        result, estimates=one, ours="learned", comparisons=[Comparison("learned", "other")]
+    )
+    assert result.copies == [("learned", "baseline")]
+    assert result.verdict.startswith("inconclusive (identical: learned equals baseline")
+
+
 def main(experiments: int) -> None:
     for name, (shift, relation, _, _) in SCENARIOS.items():
         for n in (5, 10):

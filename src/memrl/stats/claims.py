@@ -22,7 +22,7 @@ from functools import cached_property
 from typing import Any
 
 from memrl.stats.aggregate import Estimate, stable_seed
-from memrl.stats.bootstrap import REPS, Arm, copied_runs, identical
+from memrl.stats.bootstrap import REPS, Arm
 from memrl.stats.compare import (
     BEATS,
     FAILS,
@@ -36,6 +36,7 @@ from memrl.stats.compare import (
     holm,
     judge,
 )
+from memrl.stats.copies import collapsed, copies
 from memrl.stats.verdict import (
     CONTRADICTED,
     EARLY,
@@ -437,35 +438,15 @@ class ClaimResult:
 
     @property
     def copies(self) -> list[tuple[str, str]]:
-        """(arm, arm it equals on every seed and item) for each compared arm that is a copy of
-        another of the claim's arms: a policy collapsed onto another's (more seeds of it are
-        more copies)."""
-        names = list(dict.fromkeys(n for c in self.comparisons for n in (c.better, c.worse)))
-        out: list[tuple[str, str]] = []
-        for a in names:
-            est = self.estimates[a]
-            b = next(
-                (b for b in self.estimates if b != a and identical(est, self.estimates[b])), None
-            )
-            if b is not None and (b, a) not in out:
-                out.append((a, b))
-        return out
+        """(arm, arm it copies) for each compared arm more seeds of which are more copies
+        (:func:`memrl.stats.copies.copies`)."""
+        return copies(self.estimates, self.comparisons)
 
     @property
     def collapsed(self) -> list[str]:
-        """Each compared arm that equals another of the claim's arms item by item on some of
-        its seeds but not all (all: :attr:`copies`), as a sentence for the verdict's detail:
-        a policy that collapsed onto another's on those seeds."""
-        names = list(dict.fromkeys(n for c in self.comparisons for n in (c.better, c.worse)))
-        whole = {a for a, _ in self.copies}
-        out = []
-        for a in (a for a in names if a not in whole):
-            est = self.estimates[a]
-            for b, other in self.estimates.items():
-                k = copied_runs(est, other) if b != a else 0
-                if 0 < k < est.n:
-                    out.append(f"{a} scores as {b} on each of {est.shared} on {k} of {est.n} seeds")
-        return out
+        """Compared arms that copy another on some of their seeds, as sentences for the
+        verdict's detail (:func:`memrl.stats.copies.collapsed`)."""
+        return collapsed(self.estimates, self.comparisons)
 
     @property
     def multiplicity(self) -> str | None:
