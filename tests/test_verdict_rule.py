@@ -354,11 +354,11 @@ def test_an_arm_that_collapsed_on_some_seeds_is_named() -> None:
     assert result.decision.category == INCONCLUSIVE  # the category is the judgements' alone
 
 
-def test_copies_are_of_the_compared_arm_or_of_one_run_not_of_any_alike_arm() -> None:
+def test_copies_are_the_compared_arms_not_a_third_alike_one() -> None:
     """LLM-6 on 8 runs: two conditions score alike seed by seed at their first iteration
     (nothing learned yet), each compared with its own fifth: not copies (more seeds inform
-    those comparisons: *power*, not *identical*). A policy equal on every seed to a
-    deterministic baseline's one run is a copy, whatever it is compared with."""
+    those comparisons). A policy equal on every seed to a baseline it is not compared with
+    is named in the detail; compared with that baseline, the two are copies (*identical*)."""
     rng = np.random.default_rng(3)
     first = rng.normal(0.3, 0.1, 8)
     est = {
@@ -367,29 +367,31 @@ def test_copies_are_of_the_compared_arm_or_of_one_run_not_of_any_alike_arm() -> 
         "a · 5": arm(first + rng.normal(0.01, 0.1, 8), "CP", "a · 5"),
         "b · 5": arm(first + rng.normal(0.01, 0.1, 8), "CP", "b · 5"),
     }
-    comps = [Comparison("a · 5", "a · 1"), Comparison("b · 5", "b · 1")]
     result = ClaimResult(
         claim=SIM,
         estimates=est,
         ours="a · 5",
-        comparisons=comps,
+        comparisons=[Comparison("a · 5", "a · 1"), Comparison("b · 5", "b · 1")],
         budget="-",
         deviations=[],
         floor_reason="a test of copies alone",
         power_experiments=0,
     )
     assert result.copies == [] and "identical" not in result.verdict
-    items = [1.0, 0.0, 1.0, 0.0]
+    items, qs = [1.0, 0.0, 1.0, 0.0], "the test questions"
     one = {
-        "baseline": arm(None, "CP", "baseline", items=[items]),
-        "learned": arm(None, "CP", "learned", items=[items] * 3),
+        "baseline": arm(None, "CP", "baseline", items=[items], shared=qs),
+        "learned": arm(None, "CP", "learned", items=[items] * 3, shared=qs),
         "other": arm(None, "CP", "other", items=[[1.0, 1.0, 0.0, 1.0], [0.0, 1.0, 1.0, 1.0]]),
     }
-    result = replace(
+    third = replace(
         result, estimates=one, ours="learned", comparisons=[Comparison("learned", "other")]
     )
-    assert result.copies == [("learned", "baseline")]
-    assert result.verdict.startswith("inconclusive (identical: learned equals baseline")
+    assert third.copies == [] and "identical" not in third.verdict
+    assert third.collapsed == [f"learned scores as baseline on each of {qs} on 3 of 3 seeds"]
+    pair = replace(third, comparisons=[Comparison("learned", "baseline")])
+    assert pair.copies == [("learned", "baseline")] and pair.collapsed == []
+    assert pair.verdict.startswith("inconclusive (identical: learned equals baseline")
 
 
 def main(experiments: int) -> None:

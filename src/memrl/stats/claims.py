@@ -438,14 +438,13 @@ class ClaimResult:
 
     @property
     def copies(self) -> list[tuple[str, str]]:
-        """(arm, arm it copies) for each compared arm more seeds of which are more copies
-        (:func:`memrl.stats.copies.copies`)."""
+        """(better, worse) of each comparison between copies (:func:`memrl.stats.copies.copies`)."""
         return copies(self.estimates, self.comparisons)
 
     @property
     def collapsed(self) -> list[str]:
-        """Compared arms that copy another on some of their seeds, as sentences for the
-        verdict's detail (:func:`memrl.stats.copies.collapsed`)."""
+        """Compared arms that copy a third item by item on some or all of their seeds, as
+        sentences for the verdict's detail (:func:`memrl.stats.copies.collapsed`)."""
         return collapsed(self.estimates, self.comparisons)
 
     @property

@@ -1,14 +1,14 @@
-"""Arms that copy another: what more seeds cannot tell apart, and collapses on some seeds.
+"""Arms that copy another: comparisons more seeds cannot decide, and collapses.
 
-A compared arm is a **copy** (a verdict's *identical*) when it equals, on every seed and
-item (:func:`~memrl.stats.bootstrap.identical`), the arm it is compared with, or an arm whose
-runs are all one run (a deterministic baseline's answers, which a policy collapsed onto on
-every seed): more seeds of it are more copies. Two arms alike seed by seed that still vary
-over their seeds (two conditions at the same first iteration, before either has learned)
-are not: more seeds inform each one's comparison with a third arm.
+Two compared arms are **copies** (a verdict's *identical*) when they are equal on every seed
+and item (:func:`~memrl.stats.bootstrap.identical`): more seeds of them are more copies, and
+no number of seeds tells them apart. An arm alike a *third* arm decides nothing about its own
+comparisons: two conditions that score alike at their first iteration, before either has
+learned, are each compared with their own fifth, where more seeds inform.
 
-An arm that equals another item by item on some of its seeds but not all has **collapsed**
-on those seeds (:func:`~memrl.stats.bootstrap.copied_runs`): named in the verdict's detail.
+A compared arm that equals another of the claim's arms item by item on some or all of its
+seeds (:func:`~memrl.stats.bootstrap.copied_runs`: a policy that collapsed onto a baseline's
+answers) is named in the verdict's detail, whatever the verdict.
 """
 
 from __future__ import annotations
@@ -16,52 +16,28 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from memrl.stats.bootstrap import Arm, copied_runs, identical
-
-
-def compared(comparisons: Sequence[Any]) -> list[str]:
-    """The arms the comparisons name (``better`` and ``worse``), in order, once each."""
-    return list(dict.fromkeys(n for c in comparisons for n in (c.better, c.worse)))
-
-
-def one_run(arm: Any) -> bool:
-    """Every run of ``arm`` is the same run (values and items): its seeds add nothing."""
-    if not isinstance(arm, Arm):
-        return False
-    return len(set(zip(arm.values, arm.items or [()] * len(arm.values), strict=True))) == 1
+from memrl.stats.bootstrap import copied_runs, identical
 
 
 def copies(estimates: Mapping[str, Any], comparisons: Sequence[Any]) -> list[tuple[str, str]]:
-    """(arm, the arm it copies) for each compared arm that is a copy, as above."""
-    partners = {(c.better, c.worse) for c in comparisons} | {
-        (c.worse, c.better) for c in comparisons
-    }
+    """(better, worse) of each comparison between copies, once each."""
     out: list[tuple[str, str]] = []
-    for a in compared(comparisons):
-        b = next(
-            (
-                b
-                for b, other in estimates.items()
-                if b != a
-                and identical(estimates[a], other)
-                and ((a, b) in partners or one_run(other))
-            ),
-            None,
-        )
-        if b is not None and (b, a) not in out:
-            out.append((a, b))
+    for c in comparisons:
+        pair = (c.better, c.worse)
+        if identical(estimates[c.better], estimates[c.worse]) and pair not in out:
+            out.append(pair)
     return out
 
 
 def collapsed(estimates: Mapping[str, Any], comparisons: Sequence[Any]) -> list[str]:
-    """Each compared arm that is not a copy but equals another item by item on some of its
-    seeds, as a sentence for the verdict's detail."""
-    whole = {a for a, _ in copies(estimates, comparisons)}
+    """Each compared arm that equals another arm (not one it is a copy of in a comparison)
+    item by item on some or all of its seeds, as a sentence for the verdict's detail."""
+    whole = {frozenset(p) for p in copies(estimates, comparisons)}
     out = []
-    for a in (a for a in compared(comparisons) if a not in whole):
+    for a in dict.fromkeys(n for c in comparisons for n in (c.better, c.worse)):
         est = estimates[a]
         for b, other in estimates.items():
-            k = copied_runs(est, other) if b != a else 0
-            if 0 < k < est.n:
+            k = copied_runs(est, other) if b != a and {a, b} not in whole else 0
+            if k:
                 out.append(f"{a} scores as {b} on each of {est.shared} on {k} of {est.n} seeds")
     return out

@@ -60,7 +60,7 @@ VERDICT_RULE = (
     "comparison in which no arm clears the floor, or no arm lies below the ceiling (a tie at "
     "the top), is undecided, whatever its difference; so is one whose CI has no width (*no "
     "spread*), one between copies (*identical* per-seed and per-item values: more seeds are "
-    "more copies; an arm that equals another item by item on only some of its seeds is "
+    "more copies; an arm that equals a third item by item, on some or all of its seeds, is "
     "named in the verdict's detail), and one whose design no outcome could decide at 95% "
     "(*design*: 3 seeds against 3, 5 against a constant, 5 of 5 successes against one "
     "half). Where a run's value is a mean over items (test questions, tasks) the bootstrap "
