@@ -5,7 +5,7 @@ decide only."""
 import numpy as np
 import pandas as pd
 import pytest
-from test_verdict_rule import SIM
+from test_verdict_rule import claim_of
 
 from memrl import design_check, families
 from memrl.families import load_family
@@ -24,15 +24,7 @@ def toy_result(n_a: int, n_b: int) -> ClaimResult:
         "B": arm(rng.normal(0, 1, n_b), "SIM", "B"),
         "zero": reference(0.0),
     }
-    return ClaimResult(
-        claim=SIM,
-        estimates=est,
-        ours="A",
-        comparisons=[Comparison("A", "B"), Comparison("A", "zero")],
-        budget="-",
-        deviations=[],
-        floor_reason="a toy",
-    )
+    return claim_of(est, [Comparison("A", "B"), Comparison("A", "zero")], "a toy")
 
 
 def test_a_comparison_no_outcome_could_decide_is_named_with_the_seeds_that_could():

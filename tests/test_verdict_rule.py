@@ -322,6 +322,21 @@ def test_mirrored_evidence_gives_the_mirrored_verdict(shifts, kw) -> None:
     assert len(seen) > 1 or kw  # the experiments reach more than one verdict
 
 
+def claim_of(est: dict, comparisons: list, why: str) -> ClaimResult:
+    """A claim of no family (SIM) on ``est``, ours the first comparison's better arm, no
+    floor (``why``), no power simulated."""
+    return ClaimResult(
+        claim=SIM,
+        estimates=est,
+        ours=comparisons[0].better,
+        comparisons=comparisons,
+        budget="-",
+        deviations=[],
+        floor_reason=why,
+        power_experiments=0,
+    )
+
+
 def test_an_arm_that_collapsed_on_some_seeds_is_named() -> None:
     """A trained policy that answers as a deterministic baseline does on 2 of its 3 seeds:
     the verdict's detail says so (more of those seeds are copies, not evidence), whatever
@@ -339,16 +354,8 @@ def test_an_arm_that_collapsed_on_some_seeds_is_named() -> None:
     assert bootstrap.copied_runs(est["learned"], est["baseline"]) == 2
     assert bootstrap.copied_runs(est["topped"], est["maximum"]) == 0  # alike at the top
     assert bootstrap.copied_runs(est["learned"], arm(None, "COL", "b", items=[base])) == 0
-    result = ClaimResult(
-        claim=SIM,
-        estimates=est,
-        ours="learned",
-        comparisons=[Comparison("learned", "baseline"), Comparison("topped", "maximum")],
-        budget="-",
-        deviations=[],
-        floor_reason="a test of the detail alone",
-        power_experiments=0,
-    )
+    comps = [Comparison("learned", "baseline"), Comparison("topped", "maximum")]
+    result = claim_of(est, comps, "a test of the detail alone")
     named = "learned scores as baseline on each of the test questions on 2 of 3 seeds"
     assert result.collapsed == [named] and named in result.verdict
     assert result.decision.category == INCONCLUSIVE  # the category is the judgements' alone
@@ -367,16 +374,8 @@ def test_copies_are_the_compared_arms_not_a_third_alike_one() -> None:
         "a · 5": arm(first + rng.normal(0.01, 0.1, 8), "CP", "a · 5"),
         "b · 5": arm(first + rng.normal(0.01, 0.1, 8), "CP", "b · 5"),
     }
-    result = ClaimResult(
-        claim=SIM,
-        estimates=est,
-        ours="a · 5",
-        comparisons=[Comparison("a · 5", "a · 1"), Comparison("b · 5", "b · 1")],
-        budget="-",
-        deviations=[],
-        floor_reason="a test of copies alone",
-        power_experiments=0,
-    )
+    comps = [Comparison("a · 5", "a · 1"), Comparison("b · 5", "b · 1")]
+    result = claim_of(est, comps, "a test of copies alone")
     assert result.copies == [] and "identical" not in result.verdict
     items, qs = [1.0, 0.0, 1.0, 0.0], "the test questions"
     one = {
