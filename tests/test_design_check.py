@@ -139,3 +139,25 @@ def test_the_committed_profiles_can_decide_every_comparison(profile):
         for r in claims(cfg, build[fam.name](cfg), **extra):
             faults += design_check.undecidable(r)
     assert not faults, faults
+
+
+def test_the_design_verb_names_what_cannot_decide_and_exits_1(monkeypatch, capsys):
+    """`python -m memrl design`: the runs stage's check on its own, with --set for one
+    family; exit 1 naming the comparisons, 2 for bad input, 0 when all can decide."""
+    from memrl.cli import main
+
+    monkeypatch.setattr(design_check, "phantom_records", lambda specs, store: ([], []))
+    seeds = {}
+
+    def judged(fam, cfg, records, paper):
+        seeds["seen"] = cfg.seeds  # the --set value reaches the check
+        return [toy_result(cfg.seeds, cfg.seeds)]
+
+    monkeypatch.setattr(design_check, "judged", judged)
+    assert main(["design", "experience_replay", "--set", "seeds=3"]) == 1
+    assert seeds["seen"] == 3 and "SIM: A > B (~4 seeds per arm could)" in capsys.readouterr().err
+    assert main(["design", "experience_replay", "--set", "seeds=6"]) == 0
+    assert "can decide" in capsys.readouterr().out
+    assert main(["design", "experience_replay", "llm_memory_rl", "--set", "seeds=6"]) == 2
+    assert main(["design", "--profile", "smoke"]) == 0
+    assert capsys.readouterr().out.count("not checked") == len(families.FAMILIES)

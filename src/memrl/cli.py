@@ -3,6 +3,7 @@
 Reproduce and look:
     repro     validate a profile, then `dvc repro` its pipeline (make repro)
     estimate  price what repro would run, from the stored runs' measured seconds
+    design    check every comparison can decide at the profile's seeds, before any run
     verify    rerun a sample of stored jobs here, compare them byte for byte
     site      the offline results site of a profile (make site)
     plots     the dvc plots, drawn offline to one page (make plots)
@@ -142,6 +143,31 @@ def _estimate(
         print(f"memrl: {err}", file=sys.stderr)
         return 2
     print(render(out, profile, fresh=fresh))
+    return 0
+
+
+def _design(a: argparse.Namespace) -> int:
+    """What the runs stage checks before its jobs (:mod:`memrl.design_check`), for the
+    families named (default: all), with ``--set`` to ask "what if" for one: exit 1 naming
+    each comparison no outcome could decide."""
+    from memrl import design_check, families
+    from memrl.config import ConfigError
+    from memrl.runner import open_store
+
+    try:
+        fams = [families.get(n) for n in a.families or families.NAMES]
+        if a.set and len(fams) != 1:
+            raise ValueError("--set changes one family's parameters: name that family")
+        for fam in fams:
+            cfg = family_params(fam.name, a.profile, a.set)
+            store = open_store(fam, a.profile, fam.runs_dir(a.profile))
+            print(design_check.check(fam, cfg, a.profile, fam.grid(cfg), store), flush=True)
+    except design_check.DesignError as err:
+        print(f"memrl: {err}", file=sys.stderr)
+        return 1
+    except (ValueError, ConfigError) as err:
+        print(f"memrl: {err}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -346,6 +372,13 @@ def parser() -> argparse.ArgumentParser:
     )
     profile(p, sets=False)
     p = verb(
+        "design",
+        "check that every comparison of the profile's claims can decide at its seeds, on "
+        "phantom runs shaped by the stored ones (the runs stage does it before its jobs)",
+    )
+    p.add_argument("families", nargs="*", help="default: every family")
+    profile(p)
+    p = verb(
         "estimate", "price the jobs not yet stored (core-seconds, wall time), from stored runs"
     )
     p.add_argument("families", nargs="*", help="default: every family")
@@ -482,6 +515,8 @@ def _main(argv: list[str] | None = None) -> int:
         return _estimate(a.families, a.profile, a.set, a.fresh, a.calibrate)
     if a.verb == "verify":
         return _verify(a)
+    if a.verb == "design":
+        return _design(a)
     if a.verb in ("list", "run"):
         return _run(a)
     if a.verb in ("params", "runs", "notebook", "report"):
