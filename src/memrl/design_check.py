@@ -25,7 +25,8 @@ from typing import Any
 from memrl.config import ConfigError
 from memrl.families import Family, load_family
 from memrl.runs import RunStore, job_group
-from memrl.stats.claims import MATCHES, ClaimResult
+from memrl.stats.claims import ClaimResult
+from memrl.stats.compare import threshold_of
 from memrl.stats.design import decidable, seeds_for_design
 from memrl.stats.floors import split
 
@@ -61,18 +62,15 @@ def phantom_records(specs: Sequence[Any], store: RunStore) -> tuple[list[dict], 
 
 
 def undecidable(result: ClaimResult) -> list[str]:
-    """Each of the claim's comparisons that no outcome of its design could decide, with the
-    seeds per arm that could (the sides as :meth:`ClaimResult._judge` judges them)."""
-    est, higher, effect = result.estimates, result.claim.higher_is_better, result.claim.paper_effect
-    out = []
+    """Each of the claim's comparisons that no outcome of its design could decide (judged
+    against what :meth:`ClaimResult.against` gives), with the seeds per arm that could."""
+    est, higher, out = result.estimates, result.claim.higher_is_better, []
     for c in result.comparisons:
-        floor = est[c.floor] if c.floor else None
-        margin = c.margin.resolve(est[c.worse].iqm, floor and floor.iqm) if c.margin else None
-        threshold = -margin if c.relation == MATCHES else 0.0
-        worse = effect.apply(est[c.worse], higher) if c.effect and effect else est[c.worse]
+        worse, threshold = result.against(c), threshold_of(c.relation, result.margin(c))
         if not decidable(est[c.better], worse, threshold, higher):
             need = seeds_for_design(est[c.better], worse, threshold=threshold)
-            out.append(f"{result.claim.claim_id}: {c.text(effect)} (~{need} seeds per arm could)")
+            text = c.text(result.claim.paper_effect)
+            out.append(f"{result.claim.claim_id}: {text} (~{need} seeds per arm could)")
     return out
 
 
@@ -82,6 +80,11 @@ def judged(fam: Family, cfg: Any, records: list[dict], paper: Any) -> list[Claim
     claims = fam.module("claims").claims
     extra = {"paper": paper} if "paper" in inspect.signature(claims).parameters else {}
     return claims(cfg, fam.module("tables").from_records(cfg, runs), floors, **extra)
+
+
+def faults(fam: Family, cfg: Any, records: list[dict], paper: Any) -> list[str]:
+    """:func:`undecidable` over every claim :func:`judged` builds on ``records``."""
+    return [f for r in judged(fam, cfg, records, paper) for f in undecidable(r)]
 
 
 def check(fam: Family, cfg: Any, profile: str, specs: Sequence[Any], store: RunStore) -> str:
@@ -96,11 +99,11 @@ def check(fam: Family, cfg: Any, profile: str, specs: Sequence[Any], store: RunS
             f"no stored run to take their shape from, e.g. {missing[0]}): the verdicts name it"
         )
     paper = cfg if profile == "paper" else load_family(fam.name, "paper")
-    faults = [f for r in judged(fam, cfg, records, paper) for f in undecidable(r)]
-    if faults:
+    found = faults(fam, cfg, records, paper)
+    if found:
         raise DesignError(
-            f"{fam.name} ({profile}): {len(faults)} comparisons cannot decide at these seeds "
+            f"{fam.name} ({profile}): {len(found)} comparisons cannot decide at these seeds "
             "whatever the runs score; give their arms more seeds in params.yaml:\n  "
-            + "\n  ".join(faults)
+            + "\n  ".join(found)
         )
     return f"{fam.name}: every comparison's design can decide at the profile's seeds"

@@ -393,17 +393,31 @@ class ClaimResult:
             return f"unknown (paper's budget not retrieved; ours {self.used})"
         return f"{share(self.coverage)} ({self.used.amount_text} of {paper})"
 
-    def _judge(self, c: Comparison, against, tag: str = "") -> Judgement:
+    def margin(self, c: Comparison) -> float | None:
+        """``c``'s margin δ, resolved against its worse arm and its floor (None: *beats*)."""
         est, floor = self.estimates, self.estimates[c.floor] if c.floor else None
-        margin = c.margin.resolve(est[c.worse].iqm, floor and floor.iqm) if c.margin else None
+        return c.margin.resolve(est[c.worse].iqm, floor and floor.iqm) if c.margin else None
+
+    def against(self, c: Comparison):
+        """What ``c`` judges its better arm against: the worse arm, moved by the paper's
+        number where ``c`` tests it."""
+        worse, effect = self.estimates[c.worse], self.claim.paper_effect
+        if not c.effect:
+            return worse
+        if effect is None:
+            raise ValueError(f"{c} tests the paper's number: the claim states none")
+        return effect.apply(worse, self.claim.higher_is_better)
+
+    def _judge(self, c: Comparison, against, tag: str = "") -> Judgement:
+        est = self.estimates
         return judge(
             est[c.better],
             against,
             c.relation,
             self.claim.higher_is_better,
             stable_seed(self.claim.claim_id, str(c), "difference" + tag),
-            margin=margin,
-            floor=floor,
+            margin=self.margin(c),
+            floor=est[c.floor] if c.floor else None,
             ceiling=est[c.ceiling] if c.ceiling else None,
             sides=[est[s] for s in c.sides],
             reps=self.reps,
@@ -419,10 +433,8 @@ class ClaimResult:
         out = []
         for c in self.comparisons:
             if c.effect:
-                if effect is None:
-                    raise ValueError(f"{c} tests the paper's number: the claim states none")
-                moved = effect.apply(est[c.worse], self.claim.higher_is_better)
-                j, direction = self._judge(c, moved, " effect"), self._judge(c, est[c.worse])
+                j = self._judge(c, self.against(c), " effect")
+                direction = self._judge(c, est[c.worse])
             else:
                 j, direction = self._judge(c, est[c.worse]), None
             out.append(Outcome(c, j, None, direction, effect))

@@ -165,6 +165,11 @@ def clears(side, edge, higher_is_better: bool, seed: int = 0) -> bool:
         return beyond
 
 
+def threshold_of(relation: str, margin: float | None) -> float:
+    """What the difference must exceed: 0 for *beats*, −δ for *matches or beats*."""
+    return -margin if relation == MATCHES else 0.0
+
+
 def judge(
     better,
     worse,
@@ -188,7 +193,7 @@ def judge(
         raise ValueError(f"relation must be '{BEATS}' or '{MATCHES}', got {relation!r}")
     if relation == MATCHES and margin is None:
         raise ValueError("a 'matches or beats' comparison needs a margin")
-    threshold = -margin if relation == MATCHES else 0.0
+    threshold = threshold_of(relation, margin)
     d, p_above, p_below = difference(better, worse, higher_is_better, seed, reps, p_at=threshold)
     arms = sides or (better, worse)
     if floor is not None and not any(
