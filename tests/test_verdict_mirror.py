@@ -46,6 +46,7 @@ def _verdict(row: dict, flip: bool):
         row["coverage"],
         (row["reason"], row["detail"]) if row["category"] == "inconclusive" else ("floor", ""),
         unmet=[c["condition"] for c in row["conditions"] if not c["met"]],
+        learners=[lc["arm"] for lc in row.get("learners", []) if lc["passed"] is False],
     )
 
 

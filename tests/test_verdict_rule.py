@@ -32,6 +32,7 @@ from memrl.stats.claims import (
     Claim,
     ClaimResult,
     Comparison,
+    LearnerCheck,
     Margin,
 )
 from memrl.stats.compare import BEATS, HOLDS, MATCHES, judge
@@ -409,3 +410,25 @@ def main(experiments: int) -> None:
 
 if __name__ == "__main__":
     main(int(sys.argv[1]) if len(sys.argv) > 1 else 2000)
+
+
+def test_a_learner_that_fails_its_control_narrows_a_hold_and_a_fail_alike() -> None:
+    """An arm that fails its learnability control (it does not find a better policy known to
+    exist) makes the verdict *inconclusive (learner)*, named, in a claim that holds and in
+    its mirror that fails; a passed or unmeasured control changes nothing; the row says it."""
+    rng = np.random.default_rng(5)
+    values = {"A": rng.normal(3.0, 1.0, 10), "B": rng.normal(0.0, 1.0, 10)}
+    flipped = {k: -v for k, v in values.items()}
+    for vals, plain in ((values, REPRODUCED), (flipped, NOT_REPRODUCED)):
+        est = {k: arm(v, "LRN", k) for k, v in vals.items()}
+        base = claim_of(est, [Comparison("A", "B")], "a test of learnability alone")
+        assert base.decision.category == plain
+        ok = [LearnerCheck("B", "its own full run", True), LearnerCheck("A", "x", None)]
+        assert replace(base, learners=ok).decision.category == plain
+        bad = LearnerCheck("B", "its own full run", False, "late 0.1 vs floor 0.1")
+        failed = replace(base, learners=[*ok, bad])
+        assert failed.decision.category == INCONCLUSIVE and failed.decision.reason == "learner"
+        assert "B does not learn in its own full run (late 0.1 vs floor 0.1)" in failed.verdict
+        assert failed.to_row()["learners"][-1] == bad.as_dict()
+    with pytest.raises(KeyError, match="nobody"):
+        replace(base, learners=[LearnerCheck("nobody", "x", False)])

@@ -37,6 +37,7 @@ from memrl.stats.compare import (
     judge,
 )
 from memrl.stats.copies import collapsed, copies
+from memrl.stats.learners import LearnerCheck
 from memrl.stats.verdict import (
     CONTRADICTED,
     EARLY,
@@ -75,6 +76,7 @@ __all__ = [
     "ClaimResult",
     "Comparison",
     "Condition",
+    "LearnerCheck",
     "Margin",
     "PaperEffect",
     "Verdict",
@@ -357,6 +359,10 @@ class ClaimResult:
     # the floor scored as the control is (one pass where the control makes one): the
     # estimate the control must clear; default the claim's floor
     control_floor: str | None = None
+    # each trained arm's learnability control (:class:`~memrl.stats.learners.LearnerCheck`):
+    # an arm that fails its control makes the verdict *inconclusive (learner)*, a hold and a
+    # fail alike
+    learners: list[LearnerCheck] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         cid = self.claim.claim_id
@@ -374,6 +380,11 @@ class ClaimResult:
                     raise KeyError(f"{cid}: comparison {c} names {name!r}, which has no estimate")
         if not any(c.floor for c in self.comparisons) and not self.floor_reason:
             raise ValueError(f"{cid}: name a floor in its comparisons, or say why it has none")
+        for lc in self.learners:
+            if not isinstance(lc, LearnerCheck):
+                raise TypeError(f"{cid}: learners are LearnerCheck, got {type(lc).__name__}")
+            if lc.arm not in self.estimates:
+                raise KeyError(f"{cid}: learner check names {lc.arm!r}, which has no estimate")
 
     @property
     def coverage(self) -> float | None:
@@ -503,7 +514,18 @@ class ClaimResult:
             unmet=[c.condition for c in self.conditions if not c.met],
             copies=self.copies,
             collapsed=self.collapsed,
+            learners=self.failed_learners,
         )
+
+    @property
+    def failed_learners(self) -> list[str]:
+        """Each trained arm that failed its learnability control, as a sentence naming the
+        arm and the setting (a control not measured, ``passed=None``, is not a failure)."""
+        return [
+            f"{lc.arm} does not learn in {lc.setting}" + (f" ({lc.detail})" if lc.detail else "")
+            for lc in self.learners
+            if lc.passed is False
+        ]
 
     @property
     def verdict(self) -> str:
@@ -584,6 +606,7 @@ class ClaimResult:
             "detail": self.decision.detail,
             "conditions": [asdict(c) for c in self.conditions],
             "positive_control": self._control_row(),
+            "learners": [lc.as_dict() for lc in self.learners],
             "coverage_complete": self.coverage_complete,
             "coverage_note": self.coverage_note,
             "deviations": list(self.deviations),

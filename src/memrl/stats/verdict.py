@@ -42,6 +42,7 @@ MIRROR = {
     NOT_REPRODUCED: REPRODUCED,
 }
 EARLY, FINAL = "early", "final"
+LEARNER = "learner"  # a trained arm failed its learnability control
 LOW_COVERAGE = 0.5  # below this share of the paper's budget a final-regime "no" is "not yet"
 
 VERDICT_RULE = (
@@ -81,7 +82,11 @@ VERDICT_RULE = (
     "(no compared method clears its floor; a declared reason such as *model scale* only "
     "where a *positive control*, the method given what it needs to succeed and scored like "
     "the floor, sits at the floor too), *ceiling*, *budget*, *identical*, *design* or "
-    "*power* (with the seeds per arm a decision would need at the observed difference)."
+    "*power* (with the seeds per arm a decision would need at the observed difference). "
+    "Every trained arm whose verdict can rest on it not having learned shows, in a setting "
+    "where a better policy is known to exist (a baseline's own full run, a surrogate reader), "
+    "that it finds it: an arm that fails this *learnability control* makes the verdict "
+    "**inconclusive (learner)**, naming it, whatever its comparisons (a hold and a fail alike)."
 )
 
 
@@ -137,13 +142,21 @@ def verdict(
     unmet: Sequence[str] = (),
     copies: Sequence[tuple[str, str]] = (),
     collapsed: Sequence[str] = (),
+    learners: Sequence[str] = (),
 ) -> Verdict:
     """Apply :data:`VERDICT_RULE` to judged comparisons (``coverage``: our budget / the
     paper's, None if unknown; ``below_floor``: the reason and detail a claim whose methods
     all sit at their floor is inconclusive for; ``unmet``: the claim's conditions our runs do
     not meet; ``copies``: (arm, the arm it equals); ``collapsed``: arms that equal another
-    on some seeds, said in the detail of whatever verdict the judgements give).
+    on some seeds, said in the detail of whatever verdict the judgements give; ``learners``:
+    each trained arm that failed its learnability control: the verdict is *inconclusive
+    (learner)* whatever the judgements, a hold and a fail alike).
     Symmetric: the judgements with every sign flipped give :data:`MIRROR` of the verdict."""
+    if not judgements:
+        raise ValueError("a claim needs at least one comparison")
+    if learners:  # sign-free: no comparison's direction enters, so the mirror is itself
+        v = Verdict(INCONCLUSIVE, LEARNER, "; ".join(learners))
+        return v if not collapsed else replace(v, detail="; ".join((v.detail, *collapsed)))
     v = _verdict(judgements, coverage_complete, regime, coverage, below_floor, unmet, copies)
     if not collapsed:
         return v
