@@ -431,6 +431,7 @@ class ClaimResult:
             floor=est[c.floor] if c.floor else None,
             ceiling=est[c.ceiling] if c.ceiling else None,
             sides=[est[s] for s in c.sides],
+            real=(est[c.better], est[c.worse]),  # edges read the arms as run, never moved
             reps=self.reps,
             power_experiments=self.power_experiments,
         )

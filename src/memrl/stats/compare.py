@@ -15,7 +15,8 @@ interval comes from its items alone):
   neither arm clears the claim's **floor** (a policy with no learning or no knowledge) or
   neither lies below its **ceiling** (the task's maximum: a tie at the top), each decided
   on the CI of the arm's *difference* from it (:func:`clears`), not on overlapping
-  intervals; when the arms are copies (:func:`identical`: more seeds of them are more
+  intervals, and only for the arms as run (never one moved by a paper's number, never a
+  constant: a paper's level does not clear a floor for an arm that sits at it); when the arms are copies (:func:`identical`: more seeds of them are more
   copies); when no outcome of the design could decide at 95% (:func:`decidable`: 3 seeds
   against 3 are all above in 1 of 20 experiments with no effect, 5 against a constant in 1
   of 32, more than the 2.5% a 95% interval allows on one side); and when its CI has no width
@@ -165,6 +166,13 @@ def clears(side, edge, higher_is_better: bool, seed: int = 0) -> bool:
         return beyond
 
 
+def _ran(sides: Sequence) -> tuple:
+    """The sides that are runs (an arm of seeds or one run's items), or all of them where
+    none is: what may clear a floor or lie below a ceiling."""
+    runs = tuple(s for s in sides if _sample(s)[0] is not None)
+    return runs or tuple(sides)
+
+
 def threshold_of(relation: str, margin: float | None) -> float:
     """What the difference must exceed: 0 for *beats*, −δ for *matches or beats*."""
     return -margin if relation == MATCHES else 0.0
@@ -181,27 +189,35 @@ def judge(
     floor=None,
     ceiling=None,
     sides: Sequence = (),
+    real: Sequence | None = None,
     reps: int = REPS,
     power_experiments: int = 100,
 ) -> Judgement:
     """Judge one comparison (see the module's docstring). ``sides``: the arms that must clear
-    ``floor`` (default: ``better`` and ``worse``); ``ceiling``: the task's maximum (an oracle
+    ``floor`` (default: the real compared arms); ``ceiling``: the task's maximum (an oracle
     or a constant): a comparison in which no arm is shown below it is a tie at the ceiling,
-    undecided, as two arms at the floor are. ``power_experiments``: simulated experiments
-    per seed count for an undecided comparison's ``seeds_needed`` (0: none)."""
+    undecided, as two arms at the floor are. ``real``: the compared arms as run, (better,
+    worse), where ``worse`` is moved by a paper's number: floors and ceilings are checked on
+    them, never on a moved arm (default: ``better`` and ``worse``). ``power_experiments``:
+    simulated experiments per seed count for an undecided comparison's ``seeds_needed`` (0:
+    none)."""
     if relation not in (BEATS, MATCHES):
         raise ValueError(f"relation must be '{BEATS}' or '{MATCHES}', got {relation!r}")
     if relation == MATCHES and margin is None:
         raise ValueError("a 'matches or beats' comparison needs a margin")
     threshold = threshold_of(relation, margin)
     d, p_above, p_below = difference(better, worse, higher_is_better, seed, reps, p_at=threshold)
-    arms = sides or (better, worse)
+    # edges read only the arms that ran: a constant (a paper's level) never clears a floor
+    # nor lies below a ceiling for the arm it is compared with (ER-4's 0.9 against DQN at 0
+    # on every seed); two constants compare as numbers
+    pair = _ran(tuple(real) if real is not None else (better, worse))
+    arms = _ran(sides) if sides else pair
     if floor is not None and not any(
         clears(s, floor, higher_is_better, seed + i) for i, s in enumerate(arms)
     ):
         return Judgement(d, margin, UNDECIDED, "floor")
     if ceiling is not None and not any(
-        clears(ceiling, s, higher_is_better, seed + 7 + i) for i, s in enumerate((better, worse))
+        clears(ceiling, s, higher_is_better, seed + 7 + i) for i, s in enumerate(pair)
     ):
         return Judgement(d, margin, UNDECIDED, CEILING)
     if identical(better, worse):  # copies: no number of seeds tells them apart
