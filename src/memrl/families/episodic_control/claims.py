@@ -154,9 +154,16 @@ def _used(cfg: EpisodicControlParams, envs: list[str]) -> Budget:
     return Budget(min(steps[e] for e in envs), FRAMES)
 
 
-def _budget(cfg: EpisodicControlParams, envs: list[str]) -> str:
+def _budget(cfg: EpisodicControlParams, df: pd.DataFrame, envs: list[str], why: str = "") -> str:
+    """Each env's steps and the seeds of the runs ``df`` the claim judges (counted, never
+    ``cfg.seeds``: EC-2 judges the seeds its radius was not picked on)."""
     steps = {short_env(e.env_id): e.total_timesteps for e in cfg.envs}
-    return ", ".join(f"{e}: {steps[e]:,} steps" for e in envs) + f"; {cfg.seeds} seeds"
+    seeds = {e: df[df.env == e].seed.nunique() for e in envs}
+    if len(set(seeds.values())) == 1:
+        text = ", ".join(f"{e}: {steps[e]:,} steps" for e in envs) + f"; {seeds[envs[0]]} seeds"
+    else:
+        text = ", ".join(f"{e}: {steps[e]:,} steps, {seeds[e]} seeds" for e in envs)
+    return text + (f" ({why})" if why else "")
 
 
 # Pinto 2020 claims aggregation cuts memory "substantially" (its numbers were not retrieved):
@@ -255,7 +262,7 @@ def ec_1(cfg: EpisodicControlParams, df: pd.DataFrame, floors=None) -> ClaimResu
         estimates=early,
         ours=_name("MFEC", envs[0]),
         comparisons=comps,
-        budget=_budget(cfg, envs),
+        budget=_budget(cfg, df, envs),
         used=_used(cfg, envs),
         trends=trends(EC_1, comps, _series(df, pairs), CHECKPOINTS, cfg.bootstrap_reps),
         trend_note=WINDOWS,
@@ -300,7 +307,7 @@ def ec_2(cfg: EpisodicControlParams, df: pd.DataFrame, floors=None) -> ClaimResu
         estimates=mem | cost,
         ours=judged,
         comparisons=comps,
-        budget=_budget(cfg, [env]),
+        budget=_budget(cfg, sweep, [env], _disjoint(cfg)),
         used=_used(cfg, [env]),
         trends=trends(EC_2, comps, series, CHECKPOINTS, cfg.bootstrap_reps),
         trend_note="keys stored at each quarter of the budget",
@@ -341,7 +348,7 @@ def ec_3(cfg: EpisodicControlParams, df: pd.DataFrame, floors=None) -> ClaimResu
         ours=judged,
         comparisons=comps,
         floor_reason="" if fl else NO_FLOOR_RUNS,
-        budget=_budget(cfg, [env]),
+        budget=_budget(cfg, sweep, [env]),
         used=_used(cfg, [env]),
         trends=trends(EC_3, comps, series, CHECKPOINTS, cfg.bootstrap_reps),
         trend_note=WINDOWS,
@@ -392,7 +399,7 @@ def ec_4(cfg: EpisodicControlParams, df: pd.DataFrame, floors=None) -> ClaimResu
         ours=_name("NEC", envs[0]),
         comparisons=comps,
         floor_reason="" if any(c.floor for c in comps) else NO_FLOOR_RUNS,
-        budget=_budget(cfg, envs),
+        budget=_budget(cfg, df, envs),
         used=_used(cfg, envs),
         trends=trends(EC_4, comps, _series(df, pairs), CHECKPOINTS, cfg.bootstrap_reps),
         trend_note=WINDOWS,

@@ -121,11 +121,17 @@ def _narrower(cfg: LLMMemoryRLParams, ours: str, paper: str, *more: str) -> dict
 
 
 # =========================================================================== REMEMBERER
-def _rlem_budget(cfg: LLMMemoryRLParams) -> str:
+def _runs_of(df: pd.DataFrame) -> int:
+    """The fewest runs of a condition in ``df`` (a budget's count, from the runs it
+    describes, never ``cfg.seeds``)."""
+    return int(df.groupby("condition").run.nunique().min())
+
+
+def _rlem_budget(cfg: LLMMemoryRLParams, runs: Runs) -> str:
     hp = cfg.rlem
     return (
         f"{hp.epochs} epochs over 10 training tasks (paper: 3 x 10), {hp.test_tasks} test "
-        f"tasks (paper: 100); {cfg.seeds} runs (initial memory x training set)"
+        f"tasks (paper: 100); {_runs_of(runs.rlem)} runs (initial memory x training set)"
     )
 
 
@@ -220,7 +226,7 @@ def _rlem_vs_baselines(cfg, runs: Runs, claim: Claim, metric: str, floors) -> Cl
         estimates=est | _rlem_est(cfg, runs, claim, metric),
         ours=LABELS["rlem"],
         comparisons=comps,
-        budget=_rlem_budget(cfg),
+        budget=_rlem_budget(cfg, runs),
         deviations=_rlem_deviations(cfg),
         **_narrower(cfg, *_RLEM_SETUP),
         floor_reason="" if fl else NO_FLOOR_RUNS,
@@ -274,7 +280,7 @@ def llm_3(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None
         estimates=est,
         ours=name,
         comparisons=comps,
-        budget=_rlem_budget(cfg),
+        budget=_rlem_budget(cfg, runs),
         deviations=_rlem_deviations(cfg),
         used=Budget(cfg.rlem.epochs * cfg.shop_data.n_train, EPISODES),
         trends=trends(LLM_3, comps, {name: paired, "no gain": 0.0}, fractions, cfg.bootstrap_reps),
@@ -305,7 +311,7 @@ def llm_4(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None
         ours=LABELS["rlem"],
         comparisons=comps,
         floor_reason="" if fl else NO_FLOOR_RUNS,
-        budget=_rlem_budget(cfg),
+        budget=_rlem_budget(cfg, runs),
         deviations=_rlem_deviations(cfg),
         **_narrower(cfg, *_RLEM_SETUP),
         **_rlem_trends(cfg, runs, LLM_4, comps, "test_score"),
@@ -314,11 +320,11 @@ def llm_4(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None
 
 
 # =========================================================================== AgentFly
-def _fly_budget(cfg: LLMMemoryRLParams) -> str:
+def _fly_budget(cfg: LLMMemoryRLParams, runs: Runs) -> str:
     hp = cfg.agentfly
     return (
         f"{hp.iterations} iterations over {hp.tasks} tasks (paper: 5 over GAIA / "
-        f"DeepResearcher); {cfg.seeds} seeds"
+        f"DeepResearcher); {_runs_of(runs.fly)} seeds"
     )
 
 
@@ -386,7 +392,7 @@ def llm_5(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None
         estimates=est,
         ours=FLY_LABELS[order[0]],
         comparisons=comps,
-        budget=_fly_budget(cfg),
+        budget=_fly_budget(cfg, runs),
         deviations=_fly_deviations(cfg),
         **_narrower(cfg, *_FLY_SETUP),
         used=Budget(n, ITERATIONS),
@@ -428,7 +434,7 @@ def llm_6(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None
         estimates=est,
         ours=comps[0].better,
         comparisons=comps,
-        budget=_fly_budget(cfg),
+        budget=_fly_budget(cfg, runs),
         floor_reason="" if fl else NO_FLOOR_RUNS,
         deviations=_fly_deviations(cfg),
         **_narrower(cfg, *_FLY_SETUP),
@@ -479,7 +485,7 @@ def _memory_r1(cfg: LLMMemoryRLParams, runs: Runs, claim: Claim, metric: str, fl
     budget = (
         f"GRPO: {hp.epochs} epochs over the training dialogues, G = {hp.group} operation "
         "sequences each, rewarded by the exact match on the dialogue's questions; "
-        f"{int(mr1.questions.iloc[0])} test questions; {cfg.memory_r1_seeds or cfg.seeds} "
+        f"{int(mr1.questions.iloc[0])} test questions; {_runs_of(mr1[mr1.condition == 'grpo'])} "
         "seeds (the baselines "
         "are deterministic: one run each, its spread from its questions resampled by "
         "conversation)"

@@ -125,8 +125,13 @@ def _claim(claim: Claim, cfg: RecurrentOffPolicyParams) -> Claim:
 
 
 def _budget(cfg: RecurrentOffPolicyParams, runs: Runs, envs: list[str]) -> str:
-    steps = runs.budgets()
-    return ", ".join(f"{e}: {steps[e]:,} steps" for e in envs) + f"; {cfg.seeds} seeds"
+    """Each env's steps and the seeds its runs have (counted in the runs, never taken from
+    ``cfg.seeds``: an env may run more, as the Pendulum envs' 6)."""
+    steps, main = runs.budgets(), runs.main
+    seeds = {e: main[main.env == e].seed.nunique() for e in envs}
+    if len(set(seeds.values())) == 1:
+        return ", ".join(f"{e}: {steps[e]:,} steps" for e in envs) + f"; {seeds[envs[0]]} seeds"
+    return ", ".join(f"{e}: {steps[e]:,} steps, {seeds[e]} seeds" for e in envs)
 
 
 def _scale(cfg: RecurrentOffPolicyParams, paper: RecurrentOffPolicyParams) -> str:
@@ -421,7 +426,7 @@ def ro_7(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
         ours=f"{recurrent[0]} · L={max(cfg.tmaze.lengths)}" if recurrent else next(iter(est)),
         comparisons=comps,
         budget=f"T-Maze lengths {cfg.tmaze.lengths}, {cfg.tmaze.episodes} episodes each; "
-        f"{cfg.seeds} seeds",
+        f"{tm.seed.nunique()} seeds",
         deviations=[
             f"window = the last K = {K} frames through an MLP (a frame stack) stands in for "
             "the paper's transformer with context K",
@@ -516,7 +521,8 @@ def ro_10(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult
         comparisons=comps,
         budget=f"K = {K}; trained on corridors {c.train_lengths} ({c.episodes} oracle runs "
         f"each), scored at xi = {upto + beyond} (and past the corridors, as extrapolation, on "
-        f"the card); {cfg.seeds} seeds x {c.eval_episodes} episodes",
+        f"the card); {min(sum(r['core'] == k for r in card) for k in ('rate', 'dt'))} seeds x "
+        f"{c.eval_episodes} episodes",
         deviations=[
             f"{t.layers} layers, d_model {t.d_model}, {t.memory_tokens} memory tokens, "
             f"segments of K = {K} (reference: 10 layers, 64, 15 tokens, K = 50; DT 8 layers)",

@@ -99,7 +99,8 @@ def ro_11(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult
         comparisons=comps,
         budget=f"K = {K}; trained on corridors {c.train_lengths} ({c.episodes} oracle runs "
         f"each), judged at xi = {judged}, {c.horizons[-1]} reported as extrapolation; "
-        f"{c.seeds} seeds x {c.eval_episodes} episodes",
+        f"{min(sum(r['arm'] == a for r in runs.truncation) for a in arms)} seeds x "
+        f"{c.eval_episodes} episodes",
         extra={
             f"chance successes (seeds >= {REMEMBERS} at a judged xi)": "; ".join(
                 f"{a}: {chance_successes(list(runs.truncation), a, judged)}" for a in truncated
