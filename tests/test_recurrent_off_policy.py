@@ -198,11 +198,13 @@ def test_t_maze_claim_fails_when_the_window_agent_recalls_beyond_its_context():
     assert rows["RO-7"].decision.category == CONTRADICTED
 
 
-def _timing(**ms: float) -> pd.DataFrame:
+def _timing(device: str = "cuda", **ms: float) -> pd.DataFrame:
+    """Timings as tables.load builds them, on ``device`` (a GPU by default: the hardware the
+    papers' speed-ups rest on, so the setup covers it)."""
     names = {"loop": "GRUCell loop", "gru": "nn.GRU", "s5x4": "S5 (4 layers)"}
     return pd.DataFrame(
         [
-            {"core": names.get(c, c), "repeat": r, "ms": v + r, "params": 1}
+            {"core": names.get(c, c), "repeat": r, "ms": v + r, "params": 1, "device": device}
             for c, v in ms.items()
             for r in range(5)  # as the default's timing repeats (3 against 3 cannot decide)
         ]
@@ -247,6 +249,38 @@ def test_timing_claims_test_the_papers_ratio():
     some = judged(_timing(FFM=10.0, loop=600.0, gru=30.0, **fair(10.0, 30.0)))["RO-9"]
     assert some.to_row()["comparisons"][0]["direction"]["outcome"] == "holds"
     assert some.decision.category == NOT_REPRODUCED
+
+
+def test_timing_on_other_hardware_than_the_papers_does_not_cover_it():
+    """RO-6 and RO-9 rest on parallel scans on accelerators: timed on a CPU (a record
+    without a device ran there), the setup does not cover the paper's, and a hold and a
+    fail narrow alike (*partially* / *partially contradicted*, reason coverage); on a GPU
+    they are judged as covering."""
+    cfg = default_cfg()
+    fair = {
+        f"{name} · {d} · {t}": v * (4 if d.startswith("4") else 1)
+        for name, v in (("S5", 10.0), ("GRUCell loop", 600.0))
+        for d in ("1 layer, resets", "4 layers, resets")
+        for t in ("1 thread", "2 threads")
+    }
+
+    def judged(device: str | None):
+        t = _timing(FFM=10.0, loop=30.0, gru=100.0, **fair)
+        t = t.drop(columns="device") if device is None else t.assign(device=device)
+        return {r.claim.claim_id: r for r in claims(cfg, fake_runs(cfg, 0, -1, timing=t))}
+
+    gpu, cpu, old = judged("cuda"), judged("cpu"), judged(None)
+    assert gpu["RO-9"].verdict == REPRODUCED and gpu["RO-6"].verdict == NOT_REPRODUCED
+    for rows in (cpu, old):
+        assert rows["RO-9"].decision.category == PARTIALLY  # the hold narrowed
+        assert rows["RO-6"].decision.category == CONTRADICTED  # the fail narrowed alike
+        for cid in ("RO-6", "RO-9"):
+            assert rows[cid].decision.reason == "coverage"
+            assert "run on cpu, not accelerators (GPU parallel scans)" in rows[cid].verdict
+            row = rows[cid].to_row()
+            assert row["device"] == "cpu" and row["hardware"]["covers"] is False
+            assert not row["coverage_complete"]
+    assert gpu["RO-6"].to_row()["hardware"]["covers"] is True
 
 
 def test_plot_tables_are_the_declared_dvc_plots():

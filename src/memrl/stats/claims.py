@@ -76,6 +76,7 @@ __all__ = [
     "ClaimResult",
     "Comparison",
     "Condition",
+    "Hardware",
     "LearnerCheck",
     "Margin",
     "PaperEffect",
@@ -103,6 +104,31 @@ class Condition:
                 f"condition {self.condition!r}: quote the paper's statement that carries it "
                 "(a condition the paper does not state cannot narrow its claim)"
             )
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """The hardware a paper's statement rests on (a timing claim's accelerators: parallel
+    scans are parallel work only where there are many cores), and the device kinds that
+    cover it (``memrl.runtime.get_device``'s answers: ``cuda``). Run on another device, the
+    setup does not cover the paper's: it narrows a hold and a fail alike (*coverage*), as a
+    smaller model or one game does. ``quote`` holds the paper's words, ``source`` where."""
+
+    needs: str
+    covered_by: tuple[str, ...]
+    quote: str
+    source: str
+
+    def __post_init__(self) -> None:
+        if not self.quote.strip() or not self.covered_by:
+            raise ValueError(
+                f"hardware {self.needs!r}: quote the paper's statement it rests on and name "
+                "the devices that cover it"
+            )
+
+    def covers(self, device: str) -> bool:
+        """Whether runs on ``device`` (``cpu``, ``cuda``, ``cuda:1``) cover it."""
+        return device.split(":")[0] in self.covered_by
 
 
 @dataclass(frozen=True)
@@ -229,6 +255,7 @@ class Claim:
     machine_dependent: bool = False  # wall-clock: differs between machines (no determinism check)
     below_floor: str = "floor"  # why a claim whose methods all sit at the floor says nothing
     paper_effect: PaperEffect | None = None  # the number the paper states, tested as such
+    hardware: Hardware | None = None  # the hardware the paper's statement rests on
 
     def __post_init__(self) -> None:
         if self.regime not in (EARLY, FINAL):
@@ -363,6 +390,9 @@ class ClaimResult:
     # an arm that fails its control makes the verdict *inconclusive (learner)*, a hold and a
     # fail alike
     learners: list[LearnerCheck] = field(default_factory=list)
+    # the device the runs ran on (``memrl.runtime.get_device``'s answer: cpu, cuda), required
+    # where the claim declares its paper's hardware (:class:`Hardware`)
+    device: str = ""
 
     def __post_init__(self) -> None:
         cid = self.claim.claim_id
@@ -380,6 +410,10 @@ class ClaimResult:
                     raise KeyError(f"{cid}: comparison {c} names {name!r}, which has no estimate")
         if not any(c.floor for c in self.comparisons) and not self.floor_reason:
             raise ValueError(f"{cid}: name a floor in its comparisons, or say why it has none")
+        if self.claim.hardware is not None and not self.device:
+            raise ValueError(
+                f"{cid}: the claim rests on {self.claim.hardware.needs}: say the device"
+            )
         for lc in self.learners:
             if not isinstance(lc, LearnerCheck):
                 raise TypeError(f"{cid}: learners are LearnerCheck, got {type(lc).__name__}")
@@ -403,6 +437,27 @@ class ClaimResult:
         if paper is None:
             return f"unknown (paper's budget not retrieved; ours {self.used})"
         return f"{share(self.coverage)} ({self.used.amount_text} of {paper})"
+
+    @property
+    def hardware_covers(self) -> bool | None:
+        """Whether our device covers the hardware the paper's statement rests on (None: the
+        claim declares none)."""
+        hw = self.claim.hardware
+        return None if hw is None else hw.covers(self.device)
+
+    @property
+    def covers(self) -> bool:
+        """The setup covers the paper's: its range (tasks, sizes) and its hardware."""
+        return self.coverage_complete and self.hardware_covers is not False
+
+    @property
+    def narrower(self) -> str:
+        """How the setup is narrower than the paper's ("" where it covers it)."""
+        why = [] if self.coverage_complete else ["a narrower setup than the paper's"]
+        if self.hardware_covers is False:
+            hw = self.claim.hardware
+            why.append(f"run on {self.device}, not {hw.needs} ({hw.source})")
+        return "; ".join(why)
 
     def margin(self, c: Comparison) -> float | None:
         """``c``'s margin δ, resolved against its worse arm and its floor (None: *beats*)."""
@@ -508,7 +563,7 @@ class ClaimResult:
         """The verdict as data (:func:`verdict`)."""
         return verdict(
             [o.judgement for o in self.outcomes],
-            self.coverage_complete,
+            self.covers,
             self.claim.regime,
             self.coverage,
             self.below_floor,
@@ -516,6 +571,7 @@ class ClaimResult:
             copies=self.copies,
             collapsed=self.collapsed,
             learners=self.failed_learners,
+            narrower=self.narrower,
         )
 
     @property
@@ -608,7 +664,11 @@ class ClaimResult:
             "conditions": [asdict(c) for c in self.conditions],
             "positive_control": self._control_row(),
             "learners": [lc.as_dict() for lc in self.learners],
-            "coverage_complete": self.coverage_complete,
+            "coverage_complete": self.covers,
+            "device": self.device or None,
+            "hardware": None
+            if self.claim.hardware is None
+            else {**asdict(self.claim.hardware), "covers": self.hardware_covers},
             "coverage_note": self.coverage_note,
             "deviations": list(self.deviations),
             "extra": dict(self.extra),

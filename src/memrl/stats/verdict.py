@@ -76,7 +76,9 @@ VERDICT_RULE = (
     "and its mirror **partially contradicted**: comparisons hold (fail) and none fails "
     "(holds), but not all of them decide, or the setup is narrower than the paper's, named "
     "in the reason: *budget* (a *final*-regime claim run at < 50% of the paper's budget), "
-    "*coverage* (fewer tasks or sizes, or a smaller model) or an unmet *condition* (only one "
+    "*coverage* (fewer tasks or sizes, a smaller model, or other hardware than the paper's "
+    "statement rests on, such as a CPU for a speed-up the paper attributes to parallel scans "
+    "on accelerators) or an unmet *condition* (only one "
     "the paper's own statement carries, quoted); **mixed**: some comparisons hold and some "
     "fail (its own mirror); **inconclusive** when nothing decides, with its reason: *floor* "
     "(no compared method clears its floor; a declared reason such as *model scale* only "
@@ -143,6 +145,7 @@ def verdict(
     copies: Sequence[tuple[str, str]] = (),
     collapsed: Sequence[str] = (),
     learners: Sequence[str] = (),
+    narrower: str = "",
 ) -> Verdict:
     """Apply :data:`VERDICT_RULE` to judged comparisons (``coverage``: our budget / the
     paper's, None if unknown; ``below_floor``: the reason and detail a claim whose methods
@@ -150,14 +153,17 @@ def verdict(
     not meet; ``copies``: (arm, the arm it equals); ``collapsed``: arms that equal another
     on some seeds, said in the detail of whatever verdict the judgements give; ``learners``:
     each trained arm that failed its learnability control: the verdict is *inconclusive
-    (learner)* whatever the judgements, a hold and a fail alike).
+    (learner)* whatever the judgements, a hold and a fail alike; ``narrower``: how the setup
+    is narrower than the paper's, the detail of *coverage*).
     Symmetric: the judgements with every sign flipped give :data:`MIRROR` of the verdict."""
     if not judgements:
         raise ValueError("a claim needs at least one comparison")
     if learners:  # sign-free: no comparison's direction enters, so the mirror is itself
         v = Verdict(INCONCLUSIVE, LEARNER, "; ".join(learners))
         return v if not collapsed else replace(v, detail="; ".join((v.detail, *collapsed)))
-    v = _verdict(judgements, coverage_complete, regime, coverage, below_floor, unmet, copies)
+    v = _verdict(
+        judgements, coverage_complete, regime, coverage, below_floor, unmet, copies, narrower
+    )
     if not collapsed:
         return v
     return replace(v, detail="; ".join(t for t in (v.detail, *collapsed) if t))
@@ -171,16 +177,15 @@ def _verdict(
     below_floor: tuple[str, str],
     unmet: Sequence[str],
     copies: Sequence[tuple[str, str]],
+    narrower: str = "",
 ) -> Verdict:
-    if not judgements:
-        raise ValueError("a claim needs at least one comparison")
     outcomes = [j.outcome for j in judgements]
     short = regime == FINAL and coverage is not None and coverage < LOW_COVERAGE
     narrow = [("condition", f"not met: {u}") for u in unmet]
     if short:
         narrow.append(("budget", f"{share(coverage)} of the paper's budget"))
     if not coverage_complete:
-        narrow.append(("coverage", "a narrower setup than the paper's"))
+        narrow.append(("coverage", narrower or "a narrower setup than the paper's"))
     held, failed = outcomes.count(HOLDS), outcomes.count(FAILS)
     if held and failed:
         detail = f"{held} of {len(outcomes)} comparisons hold, {failed} fail"

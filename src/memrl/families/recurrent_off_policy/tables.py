@@ -90,7 +90,15 @@ def load(results: Sequence[dict[str, Any]], env_order: Sequence[str] = ()) -> Ru
         params = timing[0].get("params", {})
         t = pd.DataFrame(
             [
-                {"core": c, "repeat": i, "ms": v, "params": params.get(c)}
+                # the device the timing ran on; a record without one ran on the CPU
+                # (jobs.core_timing builds its tensors there)
+                {
+                    "core": c,
+                    "repeat": i,
+                    "ms": v,
+                    "params": params.get(c),
+                    "device": timing[0].get("device", "cpu"),
+                }
                 for c, ms in timing[0]["ms"].items()
                 for i, v in enumerate(ms)
             ]

@@ -56,7 +56,14 @@ def _speed(
         + ", ".join(f"{k} {v}x" for k, v in ratios.items())
         + f" (the paper: {claim.paper_effect.text})",
         extra={"speed-up": ratios},
+        device=_device(t),
     )
+
+
+def _device(t) -> str:
+    """The device the timings ran on (one per benchmark run; "cpu" where several differ)."""
+    devices = set(t.device) if "device" in t else {"cpu"}
+    return devices.pop() if len(devices) == 1 else "cpu"
 
 
 def ro_9(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult | None:
@@ -79,7 +86,7 @@ def ro_9(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
             "one training step (forward and backward) of the memory core alone (popjaxrl: "
             "whole PPO training), PyTorch on 1 and 2 CPU threads (JAX on accelerators, where "
             "S5's parallel associative scan is parallel work; on 1-2 CPU threads it is "
-            "sequential: not a condition of the paper's statement, so judged as stated)",
+            "sequential: the setup does not cover the paper's hardware, judged as coverage)",
             "fair pairs: S5 against a per-step GRU cell loop at equal depth (1 layer, and 4 as "
             "popjaxrl stacks S5), both resetting their state at the same episode starts; and "
             "against the project's own GRU core's kernel (torch's fused nn.GRU, 1 layer, 1 "
