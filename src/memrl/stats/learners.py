@@ -12,6 +12,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from memrl.stats.bootstrap import difference
+from memrl.stats.compare import clears
+
 
 @dataclass(frozen=True)
 class LearnerCheck:
@@ -32,3 +35,28 @@ class LearnerCheck:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def learns(
+    arm: str,
+    setting: str,
+    learner,
+    known,
+    higher_is_better: bool,
+    seed: int,
+    known_name: str = "the floor",
+) -> LearnerCheck:
+    """The control that ``learner`` (an arm's runs in ``setting``) lies beyond ``known`` (the
+    floor it must clear, or the better policy it must reach: an arm or a constant), judged as
+    a floor is (:func:`memrl.stats.compare.clears`: the CI of the difference above 0, paired
+    where both share items); the numbers go in the detail."""
+    passed = clears(learner, known, higher_is_better, seed)
+    try:
+        d = difference(learner, known, higher_is_better, seed)
+        gap = f"; difference {d.iqm:+.4g} [{d.ci_low:+.4g}, {d.ci_high:+.4g}]"
+    except ValueError:  # nothing varies on either side: the numbers alone
+        gap = ""
+    k = f"{known.iqm:.4g}" if hasattr(known, "iqm") else f"{float(known):.4g}"
+    own = f"{learner.iqm:.4g} [{learner.ci_low:.4g}, {learner.ci_high:.4g}]"
+    detail = f"{own} against {known_name} {k}{gap}"
+    return LearnerCheck(arm, setting, passed, detail)
