@@ -1,0 +1,67 @@
+"""Issue 71's verdict inputs in the recurrent, episodic-control and experience-replay
+families, on fabricated runs: DQN's learnability judged on its full run (EC-1, EC-4)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from test_claims import cfg_of, ec_runs
+
+from memrl.envs.registry import short_env
+from memrl.families.episodic_control import claims as ec
+from memrl.stats.claims import INCONCLUSIVE, PARTIALLY
+
+
+def _ec_floors(cfg, level: float = 0.0) -> pd.DataFrame:
+    """The random policy's runs, at ``level`` in every window."""
+    rng = np.random.default_rng(1)
+    rows = []
+    for e in cfg.envs:
+        t = e.total_timesteps
+        for s in range(cfg.seeds):
+            rows.append(
+                {
+                    "floor": "random",
+                    "env": short_env(e.env_id),
+                    "seed": s,
+                    "total_timesteps": t,
+                    "episode_returns": list(level + rng.normal(0, 0.1, 8)),
+                    "episode_lengths": [t // 8] * 8,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def _dqn_at(df: pd.DataFrame, early: float, late: float) -> pd.DataFrame:
+    """DQN at ``early`` in the early window (episodes 1-2) and ``late`` after."""
+    df = df.copy()
+    rng = np.random.default_rng(2)
+    for i in df.index[df.method == "DQN"]:
+        e, lt = early + rng.normal(0, 0.1), late + rng.normal(0, 0.1)
+        df.at[i, "early_return"], df.at[i, "late_return"] = e, lt
+        df.at[i, "episode_returns"] = [e] * 2 + [lt] * 6
+    return df
+
+
+def test_dqn_learns_on_its_full_run_not_inside_the_early_window():
+    """EC-1 and EC-4: DQN at the random floor early (the claim's effect) no longer sets the
+    comparison aside when its full run learns (late 5 against the floor's 0): MFEC and NEC
+    ahead of it early hold. A DQN that stays at the floor on its full run fails its control:
+    the verdict is inconclusive (learner), naming it."""
+    cfg = cfg_of("episodic_control")
+    floors = _ec_floors(cfg)
+    learns = {
+        r.claim.claim_id: r for r in ec.claims(cfg, _dqn_at(ec_runs(cfg, True), 0, 5), floors)
+    }
+    for cid in ("EC-1", "EC-4"):
+        r = learns[cid]
+        assert r.learners and all(lc.passed for lc in r.learners), r.learners
+        dqn = [o for o in r.outcomes if o.comparison.worse.startswith("DQN")]
+        assert dqn and all(o.outcome == "holds" for o in dqn), [o.judgement for o in dqn]
+        assert r.decision.category == PARTIALLY  # fewer games than the paper's
+    stuck = {r.claim.claim_id: r for r in ec.claims(cfg, _dqn_at(ec_runs(cfg, True), 0, 0), floors)}
+    for cid in ("EC-1", "EC-4"):
+        r = stuck[cid]
+        assert r.decision.category == INCONCLUSIVE and r.decision.reason == "learner"
+        assert "DQN · " in r.verdict and "does not learn in its own full run" in r.verdict
+        assert any(lc["passed"] is False for lc in r.to_row()["learners"])
