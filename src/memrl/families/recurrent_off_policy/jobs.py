@@ -3,7 +3,9 @@ plus the memory cores' timing. Nothing here knows about claims or plots.
 
 Methods are named ``SAC`` (SB3, an MLP with no memory), ``SAC-prev`` (the same MLP reading
 ``[o_t, a_{t-1}, r_{t-1}]``), ``RPPO`` (sb3-contrib
-RecurrentPPO), ``PPO-LSTM`` (:mod:`memrl.agents.lstm_ppo`, the same algorithm, faster) or ``<RSAC|RTD3|SACD>-<core>[-shared]`` (:mod:`memrl.agents`).
+RecurrentPPO), ``PPO-<core>`` (:mod:`memrl.agents.ppo`: popjaxrl's POPGym PPO on POPGym's
+envs; off POPGym ``PPO-LSTM`` is the zoo's LSTM-PPO, :mod:`memrl.agents.lstm_ppo`) or
+``<RSAC|RTD3|SACD>-<core>[-shared]`` (:mod:`memrl.agents`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import numpy as np
 from memrl.agents.contract import TrainLog
 from memrl.envs.registry import short_env
 from memrl.families.recurrent_off_policy.params import (
+    POPGYM,
     RecurrentOffPolicyParams,
     RecurrentParams,
     RecurrentPPOParams,
@@ -38,6 +41,15 @@ _COST = {
     "SAC-prev": 0.008,
     "RPPO": 0.004,
     "PPO": 0.0015,
+}
+# PPO-<core> on POPGym at the default's sizes: ~1 / (env steps per core-second) measured by
+# benchmarks/popgym_ppo.py (Intel Xeon, 2026-12-01)
+POPGYM_COST = {
+    "gru": 1 / 1900,
+    "lstm": 1 / 1900,
+    "ffm": 1 / 1350,
+    "s5": 1 / 1550,
+    "window": 1 / 2000,
 }
 
 
@@ -170,6 +182,65 @@ def sacd_job(**kw: Any) -> dict[str, Any]:
     return _run(_recurrent(RecurrentSACDiscrete.for_env), RecurrentParams, **kw)
 
 
+def popgym_ppo_job(**kw: Any) -> dict[str, Any]:
+    """:mod:`memrl.agents.ppo` (popjaxrl's POPGym PPO, any core) on one of POPGym's envs with
+    one seed; arguments as :func:`_run`'s. The row adds the rollout size (env steps per
+    update), by which the analysis groups the training episodes into updates (MMER)."""
+    from memrl.agents import ppo
+
+    row = _run(ppo.train, ppo.PPOParams, **kw)
+    hp = kw["hp"]
+    return row | {"rollout": hp["n_envs"] * hp["n_steps"], "core": hp["core"]}
+
+
+def ppo_timing(env_id: str, hp: dict[str, Any], cores: list[str], steps: int, repeats: int):
+    """Whole PPO training (rollouts and updates, :func:`memrl.agents.ppo.train`) per env
+    step for each of ``cores`` on ``env_id`` with the runs' hyperparameters ``hp``: ``repeats
+    + 2`` runs of ``steps`` env steps each, the cores interleaved, one thread (ms per env step),
+    and each core's parameter count. Wall-clock: machine-dependent."""
+    from functools import partial
+
+    import torch as th
+
+    from memrl.agents import ppo
+    from memrl.envs.registry import make
+
+    env_fn = partial(make, env_id)
+    ms: dict[str, list[float]] = {f"PPO-{c}": [] for c in cores}
+    threads = th.get_num_threads()
+    th.set_num_threads(1)
+    try:
+        for r in range(repeats + 2):
+            for c in cores:
+                p = ppo.PPOParams(**hp | {"core": c})
+                start = time.perf_counter()
+                ppo.train(env_fn, p, steps, r)
+                ms[f"PPO-{c}"].append(1e3 * (time.perf_counter() - start) / steps)
+    finally:
+        th.set_num_threads(threads)
+    params = {}
+    for c in cores:
+        net = ppo.ActorCritic(1, 2, ppo.PPOParams(**hp | {"core": c}))
+        params[f"PPO-{c}"] = sum(q.numel() for q in net.parameters())
+    return {"ms": {f"{k} · per env step": v for k, v in ms.items()}, "params": params}
+
+
+def timing_args(cfg: RecurrentOffPolicyParams) -> dict[str, Any] | None:
+    """:func:`ppo_timing`'s arguments (RO-9): the GRU and S5 PPO of the first POPGym env that
+    runs both, at its hyperparameters, when the profile times PPO."""
+    if cfg.ppo_timing is None or cfg.ppo_popgym is None:
+        return None
+    both = [e for e in cfg.envs if {"PPO-GRU", "PPO-S5"} <= set(e.methods)]
+    if not both:
+        return None
+    return {
+        "env_id": both[0].env_id,
+        "hp": cfg.ppo_popgym.model_dump(mode="json"),
+        "cores": ["gru", "s5"],
+        **cfg.ppo_timing,
+    }
+
+
 JOB = {
     "SAC": "sac_job",
     "SAC-prev": "sac_prev_job",
@@ -226,14 +297,22 @@ def card_job(
     }
 
 
-def core_timing(batch: int, steps: int, inputs: int, hidden: int, repeats: int) -> dict[str, Any]:
+def core_timing(
+    batch: int,
+    steps: int,
+    inputs: int,
+    hidden: int,
+    repeats: int,
+    ppo: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Forward + backward time of one training step over a batch of sequences for every memory
     core at the same sizes (the FFM paper's and popjaxrl's: 8 sequences of 1,024 steps, width
     256), and S5's speed claim on fair pairs: S5 against a per-step ``GRUCell`` loop (FFM's
     GRU; popjaxrl scans a GRU cell the same way) at equal depth (1 layer, and 4 as popjaxrl's
     POPGym agent stacks S5), both resetting their state at the same episode starts, on 1 and
-    on 2 threads. ``repeats + 2`` timings each (ms) and each core's parameter count.
-    Wall-clock: machine-dependent."""
+    on 2 threads. ``repeats + 2`` timings each (ms) and each core's parameter count; with
+    ``ppo`` (:func:`ppo_timing`'s arguments), also whole PPO training per env
+    step of each of its cores (RO-9 as the S5 paper times it). Wall-clock: machine-dependent."""
     import torch as th
     from torch import nn
 
@@ -310,6 +389,10 @@ def core_timing(batch: int, steps: int, inputs: int, hidden: int, repeats: int) 
     finally:
         th.set_num_threads(threads)
     params = {name: sum(p.numel() for p in m.parameters()) for name, _, m in [*cores, *pairs]}
+    if ppo is not None:
+        timed = ppo_timing(**ppo)
+        ms |= timed["ms"]
+        params |= timed["params"]
     return {"ms": ms, "params": params}
 
 
@@ -335,10 +418,16 @@ def grid(cfg: RecurrentOffPolicyParams) -> list[JobSpec]:
     """Every run of the profile (each with only the parameters it reads) and the timing."""
 
     def spec(env_id: str, method: str, seed: int, steps: int, length: int = 0) -> JobSpec:
-        algo = parse_method(method)[0]
-        hp = {"SAC": cfg.sac, "SAC-prev": cfg.sac, "RPPO": cfg.rppo, "PPO": cfg.rppo}.get(
-            algo
-        ) or cfg.agent_params(method, tmaze=bool(length))
+        algo, core, _ = parse_method(method)
+        job, cost = JOB[algo], _COST[algo]
+        if algo == "PPO":
+            hp = cfg.ppo_params(method, env_id)
+            if env_id.startswith(POPGYM):  # PPO with any core on POPGym's own envs
+                job, cost = "popgym_ppo_job", POPGYM_COST[core]
+        else:
+            hp = {"SAC": cfg.sac, "SAC-prev": cfg.sac, "RPPO": cfg.rppo}.get(
+                algo
+            ) or cfg.agent_params(method, tmaze=bool(length))
         n_eval = cfg.tmaze.eval_episodes if length else cfg.eval_episodes
         kw = {
             "env_id": env_id,
@@ -353,17 +442,19 @@ def grid(cfg: RecurrentOffPolicyParams) -> list[JobSpec]:
             kw["length"] = length
         where = f"T-Maze L={length}" if length else short_env(env_id)
         return JobSpec(
-            f"{HERE}:{JOB[algo]}",
+            f"{HERE}:{job}",
             kw,
-            _COST[algo] * steps,
+            cost * steps,
             label=f"{method} · {where} · seed {seed}",
         )
 
     # priced like the rest (~40 core-s at the papers' sizes), so an estimate without its
     # published timing stays sane; a huge cost made it first in line and priced it at years
-    timing = JobSpec(
-        f"{HERE}:core_timing", dict(cfg.benchmark), 40.0, label="memory cores timing", alone=True
-    )
+    bench: dict[str, Any] = dict(cfg.benchmark)
+    if (ppo := timing_args(cfg)) is not None:
+        bench["ppo"] = ppo
+    cost = 40.0 + (60.0 if "ppo" in bench else 0.0)  # PPO's: ~50 s at the default's sizes
+    timing = JobSpec(f"{HERE}:core_timing", bench, cost, label="memory cores timing", alone=True)
     out = [timing]
     for s in range(max([cfg.seeds] + [e.seeds or 0 for e in cfg.envs])):
         for e in cfg.envs:

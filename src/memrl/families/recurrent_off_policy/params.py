@@ -13,33 +13,34 @@ from pydantic import AfterValidator, Field, model_validator
 
 from memrl.agents.lstm_ppo import RecurrentPPOParams
 from memrl.agents.offline_policies import ModelName
+from memrl.agents.ppo import PPOParams
 from memrl.agents.recurrent_loop import RecurrentParams
 from memrl.agents.sb3_sac import SACParams
 from memrl.memory.cores import CORES, core_name
 from memrl.schema import EnvId, PosInt, StrictModel
 
-PLAIN = ("SAC", "SAC-prev", "RPPO", "PPO-LSTM")  # methods without a choice of memory core
-WITH_CORE = ("RSAC", "RTD3", "SACD")  # <algorithm>-<core label>[-shared]
+PLAIN = ("SAC", "SAC-prev", "RPPO")  # methods without a choice of memory core
+WITH_CORE = ("RSAC", "RTD3", "SACD", "PPO")  # <algorithm>-<core label>[-shared]
+POPGYM = "popgym/"  # env ids of POPGym's own environments (the ``popgym`` package)
 
 
 def parse_method(name: str) -> tuple[str, str | None, bool]:
     """``"RSAC-LSTM-shared"`` -> ``("RSAC", "lstm", True)``; ``"SAC"`` -> ``("SAC", None, False)``;
-    ``"SAC-prev"`` -> ``("SAC-prev", None, False)``; ``"PPO-LSTM"`` -> ``("PPO", "lstm", False)``.
+    ``"SAC-prev"`` -> ``("SAC-prev", None, False)``; ``"PPO-S5"`` -> ``("PPO", "s5", False)``.
     The cores' labels are :data:`memrl.memory.cores.CORES`'."""
-    if name == "PPO-LSTM":
-        return "PPO", "lstm", False
     if name in PLAIN:
         return name, None, False
     algo, _, rest = name.partition("-")
     label = rest.removesuffix("-shared")
     by_label = {entry.label: kind for kind, entry in CORES.items()}
-    if algo in WITH_CORE and label in by_label:
+    if algo in WITH_CORE and label in by_label and not (algo == "PPO" and rest != label):
         return algo, by_label[label], rest != label
     labels = "|".join(by_label)
     raise ValueError(
         f"unknown method '{name}': use SAC (SB3, no memory), SAC-prev (SB3 SAC reading "
-        "[o_t, a_t-1, r_t-1]), RPPO (sb3-contrib), PPO-LSTM (memrl's LSTM-PPO), or "
-        f"<{'|'.join(WITH_CORE)}>-<{labels}>[-shared], e.g. RSAC-LSTM or RTD3-GRU-shared"
+        "[o_t, a_t-1, r_t-1]), RPPO (sb3-contrib), PPO-<{labels}> (memrl's PPO; PPO-LSTM "
+        f"off POPGym: the zoo's LSTM-PPO), or <{'|'.join(WITH_CORE[:-1])}>-<{labels}>[-shared], "
+        "e.g. RSAC-LSTM or RTD3-GRU-shared"
     )
 
 
@@ -199,9 +200,23 @@ class RecurrentOffPolicyParams(StrictModel):
     sacd_popgym: RecurrentParams  # SACD on the POPGym envs (the FFM reference's settings)
     sac: SACParams
     rppo: RecurrentPPOParams
+    ppo_popgym: PPOParams | None = None  # PPO-<core> on POPGym (popjaxrl's run_popgym.py)
+    ppo_timing: dict[str, PosInt] | None = None  # RO-9: whole PPO training per env step
     benchmark: dict[str, PosInt]  # memory cores timing: batch, steps, inputs, hidden, repeats
     card: MemoryCardParams | None = None  # the memory card, when the profile draws it
     truncation: TruncationParams | None = None  # RO-11's fair test
+
+    def ppo_params(self, method: str, env_id: str) -> PPOParams | RecurrentPPOParams:
+        """PPO's hyperparameters on ``env_id``: POPGym's (``ppo_popgym``, the method's core)
+        on a POPGym env, the zoo's LSTM-PPO (``rppo``) elsewhere."""
+        core = parse_method(method)[1]
+        if env_id.startswith(POPGYM):
+            if self.ppo_popgym is None:
+                raise ValueError(f"{method} on {env_id} needs a ppo_popgym block")
+            return self.ppo_popgym.model_copy(update={"core": core})
+        if core != "lstm":
+            raise ValueError(f"{method} on {env_id}: off POPGym, PPO runs the zoo's PPO-LSTM")
+        return self.rppo
 
     def agent_params(self, method: str, tmaze: bool = False) -> RecurrentParams:
         """The hyperparameters of a recurrent method, its core and encoder sharing set
@@ -219,6 +234,8 @@ class RecurrentOffPolicyParams(StrictModel):
         for e in self.envs:
             for m in e.methods:
                 algo = parse_method(m)[0]
+                if algo == "PPO":
+                    self.ppo_params(m, e.env_id)
                 if algo in ("RSAC", "RTD3", "SAC", "SAC-prev", "SACD"):
                     hp = (
                         self.sac
