@@ -4,6 +4,7 @@ broken links and network loads, then loaded in headless Chromium with the networ
 from __future__ import annotations
 
 import base64
+import html
 import json
 import re
 import shutil
@@ -19,7 +20,7 @@ from memrl.families import FAMILIES
 from memrl.families.recurrent_off_policy.card import card as memory_card
 from memrl.site import build, check
 from memrl.stats.bootstrap import arm
-from memrl.stats.claims import Claim, ClaimResult, Comparison
+from memrl.stats.claims import Budget, Claim, ClaimResult, Comparison
 
 matplotlib.use("Agg")
 FAMILY = "experience_replay"
@@ -36,6 +37,45 @@ def _png(path) -> bytes:
     fig.savefig(path)
     plt.close(fig)
     return path.read_bytes()
+
+
+def wordy_claim() -> dict:
+    """A claim written as the published ones are (RO-1's row was ~650 px tall at 1366 px and
+    its verdict, in the last column, off-screen): long arm names, six comparisons, a long
+    statement, value and verdict."""
+    rng = np.random.default_rng(3)
+    envs = ("Pendulum-V", "Pendulum-P")
+    names = [f"{m} · {e}" for e in envs for m in ("RSAC-LSTM", "SAC", "SAC-prev")]
+    est = {n: arm(rng.normal(10 if "RSAC" in n else 0, 1, 6), "X-2", n) for n in names}
+    est |= {f"random · {e}": arm(rng.normal(-5, 1, 6), "X-2", f"random · {e}") for e in envs}
+    comps = [
+        Comparison(f"RSAC-LSTM · {e}", f"{m} · {e}", floor=f"random · {e}")
+        for e in envs
+        for m in ("SAC", "SAC-prev")
+    ]
+    claim = Claim(
+        family=FAMILY,
+        claim_id="X-2",
+        paper="Yang & Nguyen 2021, Recurrent Off-policy Baselines for Memory-based Control",
+        source="Sec. 5, Fig. 2 (Pendulum-P / -V learning curves)",
+        statement="Recurrent SAC reaches near-optimal return on Pendulum with only positions "
+        "(-P) or only velocities (-V) observed, where SAC with an MLP (no memory) fails.",
+        paper_value="qualitative: RSAC near-optimal (~-150 to -200) within 50k steps; MLP SAC "
+        "fails",
+        metric="mean return of 10 deterministic-policy episodes after training",
+        higher_is_better=True,
+        regime="final",
+        paper_budget=Budget(50_000, "env steps"),
+    )
+    return ClaimResult(
+        claim=claim,
+        estimates=est,
+        ours=names[0],
+        comparisons=comps,
+        budget="Pendulum-V: 18,000 steps, Pendulum-P: 18,000 steps; 6 seeds",
+        used=Budget(18_000, "env steps"),
+        deviations=["recurrent SAC/TD3: hidden_size 64 (paper 128), head [64, 64] " * 3],
+    ).to_row()
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +113,7 @@ def results(tmp_path_factory):
         budget="10 steps",
         deviations=["smaller"],
     ).to_row()
-    (fam / "claims.json").write_text(json.dumps([row]))
+    (fam / "claims.json").write_text(json.dumps([row, wordy_claim()]))
     png = _png(fam / "figures" / "claims.png")
     nb = nbformat.v4.new_notebook()
     code = nbformat.v4.new_code_cell("plot()")
@@ -104,16 +144,41 @@ def site(results):
     return results / "site"
 
 
-def test_index_lists_every_claim_with_links_to_notebook_and_figures(site):
+def test_index_lists_every_claim_with_a_link_to_its_page(site):
     index = (site / "index.html").read_text()
-    assert "<td><strong id='X-1'>X-1</strong></td>" in index
+    assert "<strong id='X-1'><a href='X-1.html'>X-1</a></strong>" in index
     assert "reproduced" in index and "10 [9, 11]" in index
     assert "a beats b &lt;early&gt;" in index  # claim texts are escaped
-    assert f'href="{FAMILY}.html#Claims"' in index
-    assert f'href="figures/{FAMILY}/claims.png">claims figure</a>' in index
+    assert "2 claims: 1 reproduced, 1 partially." in index  # the tally
+    heads = re.findall(r"<th>([^<]*)</th>", index.split("</thead>")[0])
+    assert heads.index("verdict") == 1  # the verdict second, not twelfth
     assert (site / f"{FAMILY}.html").is_file() and (
         site / "figures" / FAMILY / "claims.png"
     ).is_file()
+    assert check(site) == []
+
+
+def test_each_claim_has_a_page_with_its_evidence(site):
+    """A claim's own page: the paper's statement and number, every arm (its seeds drawn),
+    each comparison's difference against its threshold and floor, its curves, the budget
+    and coverage, the deviations, and links to its notebook and figures."""
+    page = (site / "X-2.html").read_text()
+    assert "Recurrent SAC reaches near-optimal return" in page and "qualitative: RSAC" in page
+    for name in ("RSAC-LSTM · Pendulum-V", "SAC-prev · Pendulum-P", "random · Pendulum-P"):
+        assert name in page
+    assert page.count("<td>random · Pendulum-V: ") == 2  # A at its floor, per comparison
+    assert "<td>0</td>" in page  # a beats test's threshold
+    assert "Pendulum-V: 18,000 steps, Pendulum-P: 18,000 steps; 6 seeds" in page
+    assert "36% (18,000 of 50,000 env steps)" in page and "hidden_size 64" in page
+    assert "6 seeds per arm" in page
+    for kind in ("arms", "comparisons"):
+        assert (
+            f"src='claims/X-2-{kind}.png'" in page
+            and (site / "claims" / f"X-2-{kind}.png").is_file()
+        )
+    assert f'href="{FAMILY}.html#Claims"' in page
+    assert f'href="figures/{FAMILY}/claims.png">claims figure</a>' in page
+    assert "href='X-2.html'" in (site / "index.html").read_text()
     assert check(site) == []
 
 
@@ -203,7 +268,7 @@ def test_a_screenshot_of_the_index_shows_the_table(site, tmp_path):
 
     shot = tmp_path / "index.png"
     out = _chromium(
-        f"--screenshot={shot}", "--window-size=1200,800", (site / "index.html").as_uri()
+        f"--screenshot={shot}", "--window-size=1366,768", (site / "index.html").as_uri()
     )
     assert out.returncode == 0 and shot.is_file(), out.stderr[-2000:]
     pixels = imread(shot)[..., :3]
@@ -211,3 +276,40 @@ def test_a_screenshot_of_the_index_shows_the_table(site, tmp_path):
     assert pixels.std() > 0.05 and 0.005 < dark < 0.5
     rows = np.abs(np.diff(pixels.mean(axis=(1, 2)))) > 0.02  # horizontal rules of the table
     assert rows.sum() >= 3
+
+
+MEASURE = """<script>window.addEventListener('load', () => {
+  const box = (e) => { const b = e.getBoundingClientRect(); return [b.left, b.right]; };
+  const out = {width: innerWidth, scroll: document.documentElement.scrollWidth,
+               verdicts: [...document.querySelectorAll('td.verdict')].map(box),
+               titles: [...document.querySelectorAll('h1, h2')].map(box)};
+  const p = document.createElement('pre'); p.id = 'measure';
+  p.textContent = JSON.stringify(out); document.body.appendChild(p); });</script>"""
+
+
+def _measured(site, name: str, tmp_path, width: int = 1366) -> dict:
+    """A page laid out by Chromium at ``width`` px: the page's scroll width and the boxes of
+    its verdict cells and headings (a measuring script added to a copy of the page)."""
+    copy = tmp_path / "measured"
+    if not copy.exists():
+        shutil.copytree(site, copy)
+    page = copy / name
+    page.write_text((site / name).read_text().replace("</body>", MEASURE + "</body>"))
+    out = _chromium(f"--window-size={width},768", "--dump-dom", page.as_uri())
+    assert out.returncode == 0, out.stderr[-2000:]
+    found = re.search(r"<pre id=\"measure\">(.*?)</pre>", out.stdout, re.S)
+    assert found, out.stdout[-2000:]
+    return json.loads(html.unescape(found.group(1)))
+
+
+@pytest.mark.skipif(
+    CHROMIUM is None, reason="Debian's chromium is not installed (make test installs it)"
+)
+def test_at_1366_px_every_verdict_is_on_screen_and_nothing_scrolls_sideways(site, tmp_path):
+    got = _measured(site, "index.html", tmp_path)
+    assert len(got["verdicts"]) == 2
+    assert got["scroll"] <= got["width"], got  # no sideways scrolling
+    assert all(0 <= left and right <= got["width"] for left, right in got["verdicts"]), got
+    for name in ("X-1.html", "X-2.html"):  # a claim's page fits too
+        page = _measured(site, name, tmp_path)
+        assert page["scroll"] <= page["width"], (name, page)

@@ -78,14 +78,76 @@ def _md_escape(s: str) -> str:
     return s.replace("|", "\\|").replace("\n", " ")
 
 
-def _reasons(rows: list[dict[str, Any]]) -> dict[str, int]:
-    """How many inconclusive verdicts give each reason (``power``, ``budget``, ``floor``...)."""
-    out: dict[str, int] = {}
+def tally(rows: list[dict[str, Any]]) -> str:
+    """``31 claims: 3 reproduced, ... 14 inconclusive (4 power, ...).``: the verdicts
+    counted (the README's, the site's and the report's one line)."""
+    counts = {v: n for v in VERDICTS if (n := sum(r["category"] == v for r in rows))}
+    why: dict[str, int] = {}
     for r in rows:
         if r["category"] == INCONCLUSIVE and r.get("reason"):
-            key = f"{INCONCLUSIVE} ({r['reason']})"
-            out[key] = out.get(key, 0) + 1
+            why[r["reason"]] = why.get(r["reason"], 0) + 1
+    parts = [f"{n} {v}" for v, n in counts.items()]
+    if why and INCONCLUSIVE in counts:
+        i = list(counts).index(INCONCLUSIVE)
+        parts[i] += " (" + ", ".join(f"{n} {k}" for k, n in why.items()) + ")"
+    return f"{len(rows)} claims: " + ", ".join(parts) + "."
+
+
+SMOKE = "smoke"
+REFERENCE = "default"  # the profile whose published report lists every claim
+
+
+def missing_claims(results: Path, rows: list[dict[str, Any]]) -> dict[str, str]:
+    """Claims the published default report has and ``rows`` lack, each with why: the lists
+    of the claim's family that this profile's resolved parameters shorten (its grid runs
+    fewer conditions or methods, so the claim's function finds none of the runs it needs)."""
+    import yaml
+
+    results = Path(results)
+    ref = results.parent / REFERENCE
+    if not (ref / "report.json").is_file() or results.resolve() == ref.resolve():
+        return {}
+    have = {r["claim_id"] for r in rows}
+    gone = [r for r in json.loads((ref / "report.json").read_text()) if r["claim_id"] not in have]
+    mine, theirs = ({}, {})
+    if (results / "params.yaml").is_file() and (ref / "params.yaml").is_file():
+        mine = yaml.safe_load((results / "params.yaml").read_text()) or {}
+        theirs = yaml.safe_load((ref / "params.yaml").read_text()) or {}
+
+    def shortened(a: Any, b: Any, key: str = "") -> list[str]:
+        if isinstance(a, dict) and isinstance(b, dict):
+            return [x for k in a if k in b for x in shortened(a[k], b[k], f"{key}.{k}".strip("."))]
+        if isinstance(a, list) and isinstance(b, list) and set(map(str, a)) < set(map(str, b)):
+            left = [str(x) for x in b if str(x) not in set(map(str, a))]
+            return [f"{key} leaves out {', '.join(left)}"]
+        return []
+
+    out = {}
+    for r in gone:
+        cuts = shortened(mine.get(r["family"], {}), theirs.get(r["family"], {}))
+        out[r["claim_id"]] = (
+            f"not built: this profile's grid lacks the runs it needs ({'; '.join(cuts)})"
+            if cuts
+            else "not built: this profile's grid lacks the runs it needs"
+        )
     return out
+
+
+def smoke_note(
+    rows: list[dict[str, Any]], profile: str, missing: dict[str, str] | None = None
+) -> str:
+    """What the smoke profile is, for its report and site (empty for any other profile)."""
+    if profile != SMOKE:
+        return ""
+    text = (
+        "This is the smoke profile: it checks the wiring (every stage, job function, claim "
+        "and page runs end to end on tiny budgets and 2 seeds, in minutes), not the papers. "
+        "Every verdict is expected to be inconclusive; `make site` shows the published "
+        "default profile's."
+    )
+    for claim_id, why in (missing or {}).items():
+        text += f" {claim_id} is missing: {why}."
+    return text
 
 
 def trend_text(r: dict[str, Any]) -> str:
@@ -142,11 +204,14 @@ def section_markdown(results: Path, sec: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def render(rows: list[dict[str, Any]]) -> str:
-    counts = {v: sum(r["category"] == v for r in rows) for v in VERDICTS}
+def render(
+    rows: list[dict[str, Any]], profile: str = "", missing: dict[str, str] | None = None
+) -> str:
+    note = smoke_note(rows, profile, missing)
     out = [
-        "# memrl — claims report",
+        "# memrl — smoke report: the wiring, not the papers" if note else "# memrl — claims report",
         "",
+        *([f"**{note}**", ""] if note else []),
         "Every row: a paper's claim beside our reproduction. *Ours* is the interquartile mean (IQM) "
         "over seeds with a 95% bootstrap confidence interval; each comparison is judged on the "
         "difference of two IQMs with its own 95% CI, beside the claim's floor.",
@@ -158,14 +223,7 @@ def render(rows: list[dict[str, Any]]) -> str:
         "percentile interval is *expanded* for small samples (Hesterberg 2015): the plain "
         "percentile interval of an IQM over 5 seeds covers ~90%, not 95%. " + MEASURED_RATES,
         "",
-        f"**Summary:** {len(rows)} claims — "
-        + ", ".join(f"{counts[v]} {v}" for v in VERDICTS)
-        + (
-            f" ({', '.join(f'{n} {v}' for v, n in _reasons(rows).items())})"
-            if _reasons(rows)
-            else ""
-        )
-        + ".",
+        f"**Summary:** {tally(rows)}",
         "",
         "*Regime*: early (the first part of training) or final (after the paper's budget). "
         "*Coverage*: our budget / the paper's. *Trend*: how each comparison's effect "
@@ -302,6 +360,7 @@ def write(results: Path, families: list[Listed]) -> Path:
                 "statement",
                 "paper_value",
                 "metric",
+                "higher_is_better",
                 "ours",
                 "n_seeds",
                 "one_run",
@@ -311,6 +370,8 @@ def write(results: Path, families: list[Listed]) -> Path:
                 "used_budget",
                 "coverage",
                 "coverage_complete",
+                "coverage_note",
+                "coverage_text",
                 "trends",
                 "verdict",
                 "deviations",
@@ -345,5 +406,6 @@ def write(results: Path, families: list[Listed]) -> Path:
     listed = [{"name": f.name, "title": f.title} for f in families]
     atomic_write_json(results / CONTENTS, {"families": listed, "sections": published})
     extra = "".join(section_markdown(results, sec) for sec in sections(results, published))
-    atomic_write_text(results / "REPORT.md", render(rows) + extra + "\n")
+    profile, missing = results.resolve().name, missing_claims(results, rows)
+    atomic_write_text(results / "REPORT.md", render(rows, profile, missing) + extra + "\n")
     return results / "REPORT.md"

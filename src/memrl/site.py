@@ -26,28 +26,35 @@ from memrl.report import (
     control_text,
     floor_text,
     load_rows,
+    missing_claims,
     sections,
+    smoke_note,
+    tally,
     trend_text,
 )
 from memrl.runtime import publish
-from memrl.stats.claims import VERDICTS, comparison_text
+from memrl.stats.claims import comparison_text, seeds_text
 
 CLAIMS_ANCHOR = "Claims"  # the notebooks' "## Claims" heading, as nbconvert ids it
-CLAIM_FIGURES = ("claims", "trends")  # the figures a claim's row links (its family page has all)
 STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1500px; color: #222;
+body { font-family: system-ui, sans-serif; margin: 1.5rem auto; max-width: 1500px; color: #222;
        padding: 0 1rem; line-height: 1.4; }
 table { border-collapse: collapse; width: 100%; font-size: 0.85rem; }
 th, td { border: 1px solid #ccc; padding: 0.3rem 0.5rem; vertical-align: top; text-align: left; }
 th { background: #f3f3f3; position: sticky; top: 0; }
 td.num { white-space: nowrap; font-variant-numeric: tabular-nums; }
-.verdict { font-weight: 600; white-space: nowrap; }
-.v-reproduced { color: #1a7f37; } .v-partially { color: #9a6700; }
+table.claims td.verdict { min-width: 9rem; } table.claims td.statement { min-width: 12rem; }
+.paper { color: #57606a; font-size: 0.78rem; }
+.verdict { font-weight: 600; }
+.v-reproduced { color: #1a7f37; } .v-partially { color: #9a6700; } .v-mixed { color: #bc4c00; }
 .v-not { color: #cf222e; } .v-inconclusive { color: #6639ba; }
 .o-holds { color: #1a7f37; } .o-fails { color: #cf222e; } .o-undecided { color: #57606a; }
+details summary { cursor: pointer; } details ul { margin: 0.2rem 0; padding-left: 1rem; }
+p.note { background: #fff8c5; border: 1px solid #d4a72c; padding: 0.5rem 0.8rem; }
 figure.forest img { max-width: 900px; }
 nav a { margin-right: 1rem; }
 img { max-width: 100%; }
+dl.facts dt { font-weight: 600; margin-top: 0.4rem; } dl.facts dd { margin-left: 1rem; }
 pre { background: #f6f8fa; padding: 0.5rem; overflow-x: auto; font-size: 0.8rem; }
 .jp-InputPrompt, .jp-OutputPrompt { display: none; }
 """
@@ -68,14 +75,6 @@ def page(title: str, body: str, pages: dict[str, str]) -> str:
 
 def _verdict_class(r: dict[str, Any]) -> str:
     return "v-" + r["category"].split()[0]
-
-
-def _comparisons(r: dict[str, Any]) -> str:
-    """One line per comparison: its difference with the CI, coloured by its outcome."""
-    return "<br>".join(
-        f"<span class='o-{c['outcome']}'>{html.escape(comparison_text(c))}</span>"
-        for c in r["comparisons"]
-    )
 
 
 def _estimate(e: dict[str, Any]) -> str:
@@ -105,91 +104,233 @@ def section_html(sec: dict[str, Any], figure: str = "") -> str:
     )
 
 
+def _outcomes(r: dict[str, Any]) -> str:
+    """``3 hold, 1 fails, 2 undecided``: a claim's comparisons counted by outcome."""
+    counts = {o: sum(c["outcome"] == o for c in r["comparisons"]) for o in OUTCOMES}
+    return ", ".join(f"{n} {OUTCOMES[o] if n != 1 else o}" for o, n in counts.items() if n)
+
+
+OUTCOMES = {"holds": "hold", "fails": "fail", "undecided": "undecided"}  # plurals
+
+
+def claim_href(r: dict[str, Any]) -> str:
+    return f"{r['claim_id']}.html"
+
+
 def index(
     rows: list[dict[str, Any]],
     pages: dict[str, str],
     figures: dict[str, list[str]],
     extra: list[dict[str, Any]] | None = None,
+    profile: str = "",
+    missing: dict[str, str] | None = None,
 ) -> str:
-    """The claims table: one row per claim, links to its family's page and figures."""
-    counts = {v: n for v in VERDICTS if (n := sum(r["category"] == v for r in rows))}
+    """The claims table: one row per claim, its verdict second (readable at 1366 px: the
+    comparisons fold into one line), linking the claim's own page; the forest plot below."""
     head = [
         "claim",
-        "paper",
-        "statement",
-        "paper's value",
-        "comparisons: A − B [95% CI], outcome",
-        "floor",
-        "ours: IQM [95% CI]",
-        "seeds",
-        "regime",
-        "coverage",
-        "trend",
         "verdict",
-        "notebook and figures",
+        "the paper's statement",
+        "paper's value",
+        "ours: IQM [95% CI]",
+        "comparisons: A − B [95% CI]",
+        "seeds",
+        "coverage",
     ]
+    note = smoke_note(rows, profile, missing)
     lines = [
         "<h1>memrl — does memory in RL do what the papers say?</h1>",
-        f"<p>{len(rows)} claims: "
-        + ", ".join(f"{n} {html.escape(v)}" for v, n in counts.items())
-        + ". Each comparison is judged on the difference of two IQMs over seeds with its "
-        "95% bootstrap CI: <em>beats</em> holds when the CI is above 0, <em>matches</em> when "
-        "it is above −δ; a comparison whose arms both sit at the floor (a policy with no "
-        "learning or no knowledge), or whose baseline does where the claim needs it to have "
-        "learned, is undecided. <em>Coverage</em>: our budget / the "
-        "paper's.</p>",
-        "<figure class='forest'><img src='forest.png' alt='every comparison: its difference "
-        "with the 95% CI, coloured by outcome'><figcaption>Every comparison: difference with "
-        "its 95% CI (green holds, red fails, grey undecided), the zero line, −δ of a "
-        "<em>matches</em> test (dashed), where a floor-level method would sit (x).</figcaption>"
-        "</figure>",
-        "<table><thead><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>",
+        *([f"<p class='note'>{html.escape(note)}</p>"] if note else []),
+        f"<p><strong>{html.escape(tally(rows))}</strong> Each comparison is judged on the "
+        "difference of two IQMs over seeds with its 95% bootstrap CI: <em>beats</em> holds "
+        "when the CI is above 0, <em>matches</em> when it is above −δ; a comparison whose arms "
+        "both sit at the floor (a policy with no learning or no knowledge), or whose baseline "
+        "does where the claim needs it to have learned, is undecided. <em>Coverage</em>: our "
+        "budget / the paper's. Each claim's page shows its arms seed by seed, its comparisons, "
+        "its curves and its deviations; <a href='#forest'>the forest plot</a> shows every "
+        "comparison.</p>",
+        "<table class='claims'><thead><tr>"
+        + "".join(f"<th>{h}</th>" for h in head)
+        + "</tr></thead><tbody>",
     ]
     for r in rows:
-        fam = r["family"]
-        where = []
-        if fam in pages:
-            where.append(f'<a href="{fam}.html#{CLAIMS_ANCHOR}">notebook</a>')
-        figs = figures.get(fam, [])
-        figs = [f for f in figs if Path(f).stem in CLAIM_FIGURES] or figs
-        where += [f'<a href="{p}">{Path(p).stem} figure</a>' for p in figs]
         cells = [
-            f"<strong id='{r['claim_id']}'>{r['claim_id']}</strong>",
-            html.escape(f"{r['paper']} ({r['source']})"),
-            html.escape(r["statement"]),
-            html.escape(r["paper_value"]),
-            _comparisons(r),
-            "<br>".join(
-                html.escape(t)
-                for t in [
-                    floor_text(r),
-                    *(
-                        ["conditions: " + conditions_text(r["conditions"])]
-                        if r.get("conditions")
-                        else []
-                    ),
-                    *(
-                        ["positive control: " + control_text(r["positive_control"], detail=False)]
-                        if r.get("positive_control")
-                        else []
-                    ),
-                ]
-            ),
-            f"{html.escape(r['ours_name'])}: <span class='num'>{_estimate(r['ours'])}</span>",
-            str(r["n_seeds"]),
-            r["regime"],
-            html.escape(r["coverage_text"]),
-            html.escape(trend_text(r)),
+            f"<strong id='{r['claim_id']}'><a href='{claim_href(r)}'>{r['claim_id']}</a></strong>",
             f"<span class='verdict {_verdict_class(r)}'>{html.escape(r['verdict'])}</span>",
-            " · ".join(where) or "—",
+            html.escape(r["statement"])
+            + f"<br><span class='paper'>{html.escape(r['paper'])} ({html.escape(r['source'])})"
+            "</span>",
+            html.escape(r["paper_value"]),
+            f"{html.escape(r['ours_name'])}: {_estimate(r['ours'])}",
+            f"<details><summary>{_outcomes(r)}</summary><ul>"
+            + "".join(
+                f"<li class='o-{c['outcome']}'>{html.escape(comparison_text(c))}</li>"
+                for c in r["comparisons"]
+            )
+            + "</ul></details>",
+            str(r["n_seeds"]),
+            html.escape(r["coverage_text"]),
         ]
-        lines.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+        css = ["", "verdict", "statement", "", "", "comparisons", "num", ""]
+        lines.append(
+            "<tr>"
+            + "".join(
+                f"<td class='{k}'>{c}</td>" if k else f"<td>{c}</td>"
+                for k, c in zip(css, cells, strict=True)
+            )
+            + "</tr>"
+        )
     lines.append("</tbody></table>")
+    lines.append(
+        "<figure class='forest' id='forest'><img src='forest.png' alt='every comparison: its "
+        "difference with the 95% CI, coloured by outcome'><figcaption>Every comparison: "
+        "difference with its 95% CI (green holds, red fails, grey undecided), the zero line, "
+        "−δ of a <em>matches</em> test (dashed), where A would sit at its floor (x); the key "
+        "at the top.</figcaption></figure>"
+    )
     for sec in extra or []:  # e.g. the memory card; its figure as copied beside the pages
         fam, _, name = sec.get("figure", "").partition("/figures/")
         figure = f"figures/{fam}/{name}"
         lines.append(section_html(sec, figure if figure in figures.get(fam, []) else ""))
     return page("memrl — claims", "\n".join(lines), pages)
+
+
+def _threshold(c: dict[str, Any]) -> str:
+    if c.get("margin") is not None:
+        src = f" ({c['margin_source']})" if c.get("margin_source") else ""
+        return f"−δ = {-c['margin']:.4g}{src}"
+    return "0"
+
+
+def _facts(items: list[tuple[str, str]]) -> str:
+    return (
+        "<dl class='facts'>"
+        + "".join(f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>" for k, v in items if v)
+        + "</dl>"
+    )
+
+
+def claim_page(
+    r: dict[str, Any], pages: dict[str, str], figures: dict[str, list[str]], images: dict[str, str]
+) -> str:
+    """One claim's evidence on its own: the paper's statement and number, each arm per seed,
+    each comparison's difference against its threshold and floor, the curves, the budget and
+    coverage, the deviations. ``images``: kind (arms, comparisons, trends) -> file."""
+    from memrl.plots import floor_at
+
+    fam = r["family"]
+    pe = r.get("paper_effect")
+    paper = [
+        ("statement", r["statement"]),
+        ("the paper's value", r["paper_value"]),
+        ("the paper's number, tested", f"{pe['text']} ({pe['source']})" if pe else ""),
+        ("metric", f"{r['metric']} ({'higher' if r['higher_is_better'] else 'lower'} is better)"),
+        ("regime", r["regime"]),
+    ]
+    ours = [
+        (r["ours_name"], _estimate(r["ours"])),
+        ("seeds", seeds_text(r["n_seeds"], r.get("one_run") or ())),
+        ("floor", floor_text(r)),
+        (
+            "positive control",
+            control_text(r["positive_control"]) if r.get("positive_control") else "",
+        ),
+    ]
+    budget = [
+        ("budget", r["budget"]),
+        (
+            "ours / the paper's",
+            f"{r.get('used_budget') or 'n/a'} / {r.get('paper_budget') or 'not retrieved'}",
+        ),
+        ("coverage", r["coverage_text"]),
+        ("setup", r.get("coverage_note") or ""),
+        (
+            "conditions the statement needs",
+            conditions_text(r["conditions"]) if r.get("conditions") else "",
+        ),
+        ("multiplicity", str(r["multiplicity"]) if r.get("multiplicity") else ""),
+    ]
+    head = ["comparison", "difference [95% CI]", "threshold", "floor: A at its floor", "outcome"]
+    comps = []
+    for c in r["comparisons"]:
+        d = c["difference"]
+        at = floor_at(r, c)
+        why = f" ({c['reason']})" if c.get("reason") else ""
+        need = f"; ~{c['seeds_needed']} seeds per arm would decide" if c.get("seeds_needed") else ""
+        cells = [
+            html.escape(c["text"]),
+            f"<span class='num'>{d['iqm']:+.4g} [{d['ci_low']:+.4g}, {d['ci_high']:+.4g}]</span>",
+            html.escape(_threshold(c)),
+            html.escape(f"{c['floor']}: {at:+.4g}" if at is not None else "none"),
+            f"<span class='o-{c['outcome']}'>{html.escape(c['outcome'] + why + need)}</span>",
+        ]
+        comps.append("<tr>" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>")
+    links = []
+    if fam in pages:
+        links.append(f'<a href="{fam}.html#{CLAIMS_ANCHOR}">the family notebook</a>')
+    links += [f'<a href="{f}">{Path(f).stem} figure</a>' for f in figures.get(fam, [])]
+
+    def img(kind: str, alt: str) -> str:
+        return f"<figure><img src='{images[kind]}' alt='{alt}'></figure>" if kind in images else ""
+
+    body = [
+        f"<h1>{r['claim_id']} — {html.escape(r['paper'])} ({html.escape(r['source'])})</h1>",
+        f"<p>Verdict: <span class='verdict {_verdict_class(r)}'>{html.escape(r['verdict'])}</span>"
+        + (f" — {html.escape(r['detail'])}" if r.get("detail") else "")
+        + "</p>",
+        "<h2 id='paper'>The paper</h2>",
+        _facts(paper),
+        "<h2 id='arms'>Our runs, arm by arm</h2>",
+        _facts(ours),
+        img("arms", "each arm: its seeds, its IQM and 95% CI"),
+        "<h2 id='comparisons'>Comparisons</h2>",
+        "<table><thead><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>",
+        *comps,
+        "</tbody></table>",
+        img("comparisons", "each comparison's difference with its 95% CI"),
+        "<h2 id='trends'>Along training</h2>",
+        f"<p>{html.escape(trend_text(r))}</p>",
+        img("trends", "each comparison's effect at each share of our budget"),
+        "<h2 id='budget'>Budget and coverage</h2>",
+        _facts(budget),
+        *(
+            [
+                "<h2 id='extra'>Also measured</h2>",
+                _facts([(k, str(v)) for k, v in r["extra"].items()]),
+            ]
+            if r.get("extra")
+            else []
+        ),
+        "<h2 id='deviations'>Deviations from the paper</h2>",
+        "<ul>" + "".join(f"<li>{html.escape(d)}</li>" for d in r["deviations"]) + "</ul>",
+        f"<p>{' · '.join(links) or 'no notebook here'}</p>",
+    ]
+    return page(f"memrl — {r['claim_id']}", "\n".join(body), pages)
+
+
+def _claim_figures(r: dict[str, Any], folder: Path) -> dict[str, str]:
+    """The claim page's figures, written into ``folder``; kind -> path relative to the site."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from memrl.plots import arms_strip, forest, trend_lines
+
+    out = {}
+    for kind, draw in (
+        ("arms", arms_strip),
+        ("comparisons", lambda r: forest([r])),
+        ("trends", trend_lines),
+    ):
+        fig = draw(r)
+        if fig is None:
+            continue
+        name = f"{r['claim_id']}-{kind}.png"
+        fig.savefig(folder / name, dpi=80)
+        plt.close(fig)
+        out[kind] = f"{folder.name}/{name}"
+    return out
 
 
 def _forest(rows: list[dict[str, Any]], path: Path) -> None:
@@ -246,7 +387,14 @@ def build(results: Path, out: Path) -> Path:
                 shutil.copytree(src, dst)
                 figures[name] = sorted(f"figures/{name}/{p.name}" for p in dst.glob("*.png"))
         _forest(rows, tmp / "forest.png")
-        (tmp / "index.html").write_text(index(rows, pages, figures, sections(results)))
+        (tmp / "claims").mkdir()
+        for r in rows:
+            images = _claim_figures(r, tmp / "claims")
+            (tmp / claim_href(r)).write_text(claim_page(r, pages, figures, images))
+        profile = Path(results).resolve().name
+        (tmp / "index.html").write_text(
+            index(rows, pages, figures, sections(results), profile, missing_claims(results, rows))
+        )
         publish(staging, out.parent)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
