@@ -154,3 +154,145 @@ def her_dqn_success(
     model = silent(DQN(steady(MultiInputPolicy), env, **kwargs))
     model.learn(total_steps, callback=checks)
     return [*checks.results, success(model)]
+
+
+# --------------------------------------------------------------------------- MinAtar's DQN
+# Young & Tian 2019's own DQN, the replay baseline of the MinAtar games (Elsayed, Vasan &
+# Mahmood 2024 compare stream Q(λ) against it): kenjyoung/MinAtar, examples/dqn.py (commit
+# 4241f24). Each field below names the reference's constant; :func:`minatar_dqn_train` maps
+# it onto SB3's DQN, and :func:`minatar_dqn_deviations` says where SB3 cannot follow it.
+class RMSpropParams(StrictModel):
+    """``torch.optim.RMSprop``'s arguments. The reference builds torch's own RMSprop
+    (dqn.py:282: ``optim.RMSprop(..., lr=step_size, alpha=SQUARED_GRAD_MOMENTUM,
+    centered=True, eps=MIN_SQUARED_GRAD)``, no momentum: GRAD_MOMENTUM was never passed and
+    was deleted in 4241f24), and SB3 takes any torch optimiser class, so the update is the
+    same code: ``eps`` is added to the root of the centred mean square, as in torch."""
+
+    alpha: Annotated[float, Field(gt=0, lt=1)]  # squared-gradient decay (SQUARED_GRAD_MOMENTUM)
+    eps: PosFloat  # MIN_SQUARED_GRAD, added outside the square root (torch's placement)
+    centered: bool
+    momentum: Annotated[float, Field(ge=0, lt=1)] = 0.0
+
+
+class MinAtarDQNParams(StrictModel):
+    """MinAtar's DQN (examples/dqn.py) on SB3: the network is the reference's (one 3x3
+    convolution with 16 channels, stride 1, ReLU; ``net_arch`` hidden ReLU units; a linear Q
+    output: dqn.py:62-95), the loss SB3's Huber (``F.smooth_l1_loss``, as dqn.py:240)."""
+
+    learning_rate: PosFloat  # STEP_SIZE (dqn.py:44)
+    batch_size: PosInt  # BATCH_SIZE (dqn.py:36)
+    buffer_size: PosInt  # REPLAY_BUFFER_SIZE (dqn.py:37)
+    learning_starts: PosInt  # REPLAY_START_SIZE (dqn.py:42): uniform random actions before it
+    gamma: Annotated[float, Field(gt=0, le=1)]  # GAMMA (dqn.py:47)
+    train_freq: PosInt  # TRAINING_FREQ (dqn.py:39): env steps per update
+    target_update_period: PosInt  # TARGET_NETWORK_UPDATE_FREQ (dqn.py:38), in updates
+    exploration_initial_eps: Prob  # EPSILON (dqn.py:48)
+    exploration_final_eps: Prob  # END_EPSILON (dqn.py:43)
+    exploration_steps: PosInt  # FIRST_N_FRAMES (dqn.py:41): the anneal, from the replay start
+    optimizer: RMSpropParams  # dqn.py:282
+    max_grad_norm: PosFloat | None = None  # None: no clipping, as the reference (SB3's: 10)
+    net_arch: list[PosInt] = Field(min_length=1)  # [128] (dqn.py:80)
+
+
+def minatar_epsilon(hp: MinAtarDQNParams, total_steps: int):
+    """The reference's epsilon (dqn.py:164-171) as SB3's ``exploration_schedule`` (progress
+    remaining -> epsilon): uniform random actions before the replay start (SB3 does that
+    itself below ``learning_starts``), then ``exploration_initial_eps`` linearly to
+    ``exploration_final_eps`` over ``exploration_steps`` steps counted from the replay start,
+    then flat. SB3 sets it after each step for the next action: at ``t`` steps done,
+    epsilon(t) as the reference's at frame ``t``."""
+    e0, e1, n, start = (
+        hp.exploration_initial_eps,
+        hp.exploration_final_eps,
+        hp.exploration_steps,
+        hp.learning_starts,
+    )
+
+    def epsilon(progress_remaining: float) -> float:
+        t = round((1.0 - progress_remaining) * total_steps)  # SB3's num_timesteps
+        return e1 if t - start >= n else (e1 - e0) / n * max(0, t - start) + e0
+
+    return epsilon
+
+
+def minatar_dqn_kwargs(hp: MinAtarDQNParams, seed: int) -> dict[str, Any]:
+    """SB3 ``DQN`` keyword arguments running ``hp`` (a CnnPolicy on MinAtar's frames)."""
+    import torch as th
+
+    from memrl.runtime import get_device
+
+    o = hp.optimizer
+    return dict(
+        learning_rate=hp.learning_rate,
+        buffer_size=hp.buffer_size,
+        learning_starts=hp.learning_starts,
+        batch_size=hp.batch_size,
+        gamma=hp.gamma,
+        train_freq=(hp.train_freq, "step"),
+        gradient_steps=1,
+        # SB3 counts the target's period in env steps, the reference in updates
+        target_update_interval=hp.target_update_period * hp.train_freq,
+        tau=1.0,  # a copy (dqn.py:360: load_state_dict)
+        exploration_initial_eps=hp.exploration_initial_eps,
+        exploration_final_eps=hp.exploration_final_eps,
+        # SB3 always clips; an infinite norm scales every gradient by exactly 1.0
+        max_grad_norm=float("inf") if hp.max_grad_norm is None else hp.max_grad_norm,
+        policy_kwargs=dict(
+            net_arch=list(hp.net_arch),
+            features_extractor_class=minatar_cnn_extractor(),
+            normalize_images=False,
+            optimizer_class=th.optim.RMSprop,
+            optimizer_kwargs=dict(
+                alpha=o.alpha, eps=o.eps, centered=o.centered, momentum=o.momentum
+            ),
+        ),
+        seed=seed,
+        device=get_device(),
+        verbose=0,
+    )
+
+
+def minatar_dqn_model(env: Any, hp: MinAtarDQNParams, total_steps: int, seed: int) -> Any:
+    """An SB3 DQN set up as MinAtar's (not yet trained) on a MinAtar env."""
+    from stable_baselines3 import DQN
+    from stable_baselines3.dqn.policies import CnnPolicy
+
+    model = silent(DQN(steady(CnnPolicy), env, **minatar_dqn_kwargs(hp, seed)))
+    model.exploration_schedule = minatar_epsilon(hp, total_steps)
+    return model
+
+
+def minatar_dqn_train(
+    env_fn: EnvFn, hp: MinAtarDQNParams, total_steps: int, seed: int, evals: Evals = NO_EVALS
+) -> TrainLog:
+    """MinAtar's DQN on SB3 on ``env_fn(seed)`` (a MinAtar env; no greedy evaluation: the
+    reference reports training returns)."""
+    from stable_baselines3.common.monitor import Monitor
+
+    env = Monitor(env_fn(seed))
+    minatar_dqn_model(env, hp, total_steps, seed).learn(total_steps)
+    return {**episode_log(env), "memory_size": min(hp.buffer_size, total_steps)}
+
+
+def minatar_dqn_deviations(hp: MinAtarDQNParams, total_steps: int) -> list[str]:
+    """What a claim should say about a baseline run by :func:`minatar_dqn_train` (its
+    settings, and where SB3 differs from examples/dqn.py)."""
+    o = hp.optimizer
+    clip = "no gradient clipping" if hp.max_grad_norm is None else f"clip {hp.max_grad_norm}"
+    return [
+        f"DQN with replay: MinAtar's own DQN (Young & Tian 2019, examples/dqn.py) on SB3 for "
+        f"{total_steps:,} steps (the reference: 5,000,000): an update every {hp.train_freq} "
+        f"step(s), batch {hp.batch_size}, buffer {hp.buffer_size:,}, uniform random actions "
+        f"for the first {hp.learning_starts:,} steps, target copied every "
+        f"{hp.target_update_period:,} updates, RMSprop (lr {hp.learning_rate:g}, alpha "
+        f"{o.alpha:g}, eps {o.eps:g}, {'centred' if o.centered else 'not centred'}, momentum "
+        f"{o.momentum:g}), Huber loss, {clip}, gamma {hp.gamma:g}, epsilon "
+        f"{hp.exploration_initial_eps:g} -> {hp.exploration_final_eps:g} over "
+        f"{hp.exploration_steps:,} steps from the replay start, conv 16x3x3 -> "
+        f"{'-'.join(map(str, hp.net_arch))} -> Q",
+        "SB3 vs examples/dqn.py: batches drawn with replacement (the reference: without), the "
+        f"first update one step earlier (after {hp.learning_starts + 1:,} transitions, not "
+        f"{hp.learning_starts + 2:,}), the target copied on env steps (the reference: on "
+        "updates; the same period with an update every step), and the gym ids' minimal "
+        "action set (the reference plays all 6 actions)",
+    ]

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from memrl.agents.contract import TrainLog
-from memrl.envs.registry import short_env
+from memrl.envs.registry import MINATAR_PREFIX, short_env
 from memrl.families.episodic_control.params import (
     EpisodicControlParams,
     MFECParams,
@@ -21,7 +21,7 @@ HERE = "memrl.families.episodic_control.jobs"
 
 # rough core-seconds per env step on one core of the reference CPU, to start the
 # longest jobs first (so two workers finish together); only the order matters
-_COST = {"NEC": 0.002, "DQN": 0.0008, "MFEC": 0.0003}
+_COST = {"NEC": 0.002, "DQN": 0.0008, "MinAtar DQN": 0.001, "MFEC": 0.0003}
 
 
 def _row(
@@ -89,6 +89,14 @@ def dqn_job(**kw: Any) -> dict[str, Any]:
     return _run(dqn_train, DQNParams, **kw)
 
 
+def minatar_dqn_job(**kw: Any) -> dict[str, Any]:
+    """MinAtar's own DQN (Young & Tian 2019) on SB3 on one MinAtar game with one seed;
+    arguments as :func:`_run`'s."""
+    from memrl.agents.sb3_dqn import MinAtarDQNParams, minatar_dqn_train
+
+    return _run(minatar_dqn_train, MinAtarDQNParams, **kw)
+
+
 def mfec_job(**kw: Any) -> dict[str, Any]:
     """MFEC on one env with one seed; its row adds the keys stored at each of
     :data:`~memrl.stats.curves.CHECKPOINTS` (``memory_sizes``)."""
@@ -127,9 +135,8 @@ def grid(cfg: EpisodicControlParams) -> list[JobSpec]:
                         "early_fraction": cfg.early_fraction,
                     }
                     label = f"{method_label(m, r)} · {short_env(e.env_id)} · seed {s}"
-                    out.append(
-                        JobSpec(
-                            f"{HERE}:{m.lower()}_job", kw, _COST[m] * e.total_timesteps, label=label
-                        )
-                    )
+                    fn, cost = f"{m.lower()}_job", _COST[m]
+                    if m == "DQN" and e.env_id.startswith(MINATAR_PREFIX):
+                        fn, cost = "minatar_dqn_job", _COST["MinAtar DQN"]
+                    out.append(JobSpec(f"{HERE}:{fn}", kw, cost * e.total_timesteps, label=label))
     return out

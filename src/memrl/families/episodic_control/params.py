@@ -13,7 +13,7 @@ from pydantic import Field, model_validator
 
 from memrl.agents.mfec import MFECParams
 from memrl.agents.nec import NECParams
-from memrl.agents.sb3_dqn import DQNParams
+from memrl.agents.sb3_dqn import DQNParams, MinAtarDQNParams
 from memrl.schema import EnvId, PosFloat, PosInt, StrictModel
 
 
@@ -42,14 +42,14 @@ class EpisodicControlParams(StrictModel):
     curve_points: Annotated[int, Field(ge=2, strict=True)]
     early_fraction: Annotated[float, Field(gt=0, le=1)]
     envs: list[ECEnvParams] = Field(min_length=1)
-    dqn_minatar: DQNParams
+    dqn_minatar: MinAtarDQNParams  # MinAtar's own DQN (Young & Tian 2019), as ER-8's
     dqn_classic: DQNParams
     mfec: MFECParams
     nec: NECParams
     aggregation: AggregationParams
 
-    def dqn_for(self, env_id: str) -> DQNParams:
-        """The DQN baseline's block for ``env_id`` (MinAtar network or rl-zoo classic control)."""
+    def dqn_for(self, env_id: str) -> MinAtarDQNParams | DQNParams:
+        """The DQN baseline's block for ``env_id`` (MinAtar's own DQN or rl-zoo classic control)."""
         from memrl.envs.registry import MINATAR_PREFIX
 
         return self.dqn_minatar if env_id.startswith(MINATAR_PREFIX) else self.dqn_classic

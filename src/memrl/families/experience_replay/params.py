@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from memrl.agents.sb3_dqn import DQNParams
+from memrl.agents.sb3_dqn import DQNParams, MinAtarDQNParams
 from memrl.agents.sb3_sac import SACParams
 from memrl.agents.stream_q import StreamQParams
 from memrl.schema import EnvId, NonNegInt, PosFloat, PosInt, Prob, StrictModel
@@ -83,7 +83,7 @@ class RaEParams(StrictModel):
 class StreamParams(StrictModel):
     """Replay's counter-claim (Elsayed, Vasan & Mahmood 2024) on MinAtar: stream Q(lambda)
     (no buffer, batch 1) against DQN with a buffer of 1 and batch 1 (``dqn1``, the "stream
-    barrier") and DQN with replay (``dqn``, the episodic-control family's MinAtar DQN)."""
+    barrier") and DQN with replay (``dqn``: MinAtar's own DQN, for ``dqn_timesteps`` steps)."""
 
     env_ids: list[EnvId] = Field(min_length=1)
     seeds: Annotated[int, Field(ge=2, strict=True)]  # its own: ~370 s a seed per game here
@@ -92,12 +92,15 @@ class StreamParams(StrictModel):
     late_fraction: Annotated[float, Field(gt=0, le=1)]  # the training returns judged: the last
     stream_q: StreamQParams
     dqn1: DQNParams
-    dqn: DQNParams
+    dqn: MinAtarDQNParams
+    dqn_timesteps: PosInt  # the replay DQN's budget (issue 73: >= 20% of the paper's 5M)
 
     @model_validator(mode="after")
     def _stream_barrier(self) -> StreamParams:
         if (self.dqn1.buffer_size, self.dqn1.batch_size, self.dqn1.train_freq) != (1, 1, 1):
             raise ValueError("stream.dqn1 is DQN with buffer_size 1, batch_size 1, train_freq 1")
+        if self.dqn.learning_starts >= self.dqn_timesteps:
+            raise ValueError("stream.dqn.learning_starts must be below stream.dqn_timesteps")
         return self
 
 
