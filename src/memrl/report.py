@@ -409,3 +409,116 @@ def write(results: Path, families: list[Listed]) -> Path:
     profile, missing = results.resolve().name, missing_claims(results, rows)
     atomic_write_text(results / "REPORT.md", render(rows, profile, missing) + extra + "\n")
     return results / "REPORT.md"
+
+
+# =========================================================================== the README's front
+README_IMAGE = "docs/verdicts.svg"  # the compact forest, committed (a test keeps it equal)
+BLOCKS = ("tally", "verdicts")  # README.md's generated blocks, between their markers
+
+
+def _marker(name: str, end: bool = False) -> str:
+    if end:
+        return f"<!-- {name}: end -->"
+    return (
+        f"<!-- {name}: generated from results/default/report.json by "
+        "`python -m memrl.report --readme`; a test keeps it equal, do not edit -->"
+    )
+
+
+def why_line(r: dict[str, Any]) -> str:
+    """A verdict's reason in one line: its detail, then its comparisons counted by outcome
+    (the undecided ones by their reason): ``4 of 6 comparisons hold, 2 undecided (power)``."""
+    counts: dict[str, int] = {}
+    for c in r["comparisons"]:
+        undecided = c["outcome"] == "undecided"
+        key = c["outcome"] + (f" ({c['reason']})" if undecided and c.get("reason") else "")
+        counts[key] = counts.get(key, 0) + 1
+    n = len(r["comparisons"])
+    if n == 1:
+        (key,) = counts
+        text = "its one comparison " + ("is " + key if key.startswith("undecided") else key)
+    else:
+        plural = {"holds": "hold", "fails": "fail"}
+        parts = [f"{k} {plural.get(o, o)}" for o, k in counts.items()]
+        text = f"of {n} comparisons, " + ", ".join(parts)
+    return f"{r['detail']}; {text}" if r.get("detail") else text
+
+
+def readme_blocks(rows: list[dict[str, Any]]) -> dict[str, str]:
+    """The README's generated blocks from the published report's rows: the tally with the
+    forest image, and the verdict table (claim, paper, verdict, one-line reason)."""
+    short = {
+        r["claim_id"]: r["category"] + (f" ({r['reason']})" if r.get("reason") else "")
+        for r in rows
+    }
+    table = [
+        "| claim | what the paper says | verdict | why, in one line |",
+        "|---|---|---|---|",
+    ]
+    for r in rows:
+        cells = [
+            f"[{r['claim_id']}](docs/history.md#{r['claim_id'].lower()})",
+            r["statement"],
+            f"**{short[r['claim_id']]}**",
+            why_line(r),
+        ]
+        table.append("| " + " | ".join(_md_escape(c) for c in cells) + " |")
+    return {
+        "tally": f"**{tally(rows)}**\n\n"
+        f"![Every comparison of every claim: its difference with the 95% CI, green holds, red "
+        f"fails, grey undecided]({README_IMAGE})",
+        "verdicts": "\n".join(table),
+    }
+
+
+def readme_text(readme: str, rows: list[dict[str, Any]]) -> str:
+    """``readme`` with its generated blocks replaced by what ``rows`` give (a block's markers
+    must be there: the README decides where each goes)."""
+    for name, text in readme_blocks(rows).items():
+        start, end = _marker(name), _marker(name, end=True)
+        if start not in readme or end not in readme:
+            raise ValueError(f"README.md has no {name} block: add {start} ... {end}")
+        head, rest = readme.split(start, 1)
+        readme = f"{head}{start}\n{text}\n{end}{rest.split(end, 1)[1]}"
+    return readme
+
+
+def readme_image(rows: list[dict[str, Any]]) -> str:
+    """The compact forest as SVG text, the same bytes on every machine (text as text, no
+    date, a fixed id salt)."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from memrl.plots import forest_compact
+
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "memrl"}):
+        fig = forest_compact(rows)
+        buf = io.StringIO()
+        fig.savefig(buf, format="svg", metadata={"Date": None})
+        plt.close(fig)
+    return buf.getvalue()
+
+
+def write_readme(root: Path, results: Path | None = None) -> list[Path]:
+    """README.md's blocks and its image from ``results`` (default: results/default)."""
+    root = Path(root)
+    rows = json.loads(((results or root / "results" / "default") / "report.json").read_text())
+    readme = root / "README.md"
+    atomic_write_text(readme, readme_text(readme.read_text(), rows))
+    atomic_write_text(root / README_IMAGE, readme_image(rows))
+    return [readme, root / README_IMAGE]
+
+
+if __name__ == "__main__":
+    import sys
+
+    from memrl.runtime import repo_root
+
+    if sys.argv[1:] != ["--readme"]:
+        sys.exit("usage: python -m memrl.report --readme  (README.md's blocks and image)")
+    for path in write_readme(repo_root()):
+        print(f"wrote {path}")
