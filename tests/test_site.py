@@ -313,3 +313,15 @@ def test_at_1366_px_every_verdict_is_on_screen_and_nothing_scrolls_sideways(site
     for name in ("X-1.html", "X-2.html"):  # a claim's page fits too
         page = _measured(site, name, tmp_path)
         assert page["scroll"] <= page["width"], (name, page)
+
+
+def test_the_smoke_site_says_what_smoke_is(results):
+    """Smoke's index reads as the wiring check it is, with the claims it lacks and why; the
+    default's has no such note."""
+    from memrl.site import index
+
+    rows = report.load_rows(results)
+    smoke = index(rows, {}, {}, profile="smoke", missing={"X-9": "not built: no runs"})
+    assert "checks the wiring" in smoke and "expected to be inconclusive" in smoke
+    assert "X-9 is missing: not built: no runs." in smoke
+    assert "checks the wiring" not in index(rows, {}, {}, profile="default")

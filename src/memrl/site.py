@@ -47,7 +47,7 @@ table.claims td.verdict { min-width: 9rem; } table.claims td.statement { min-wid
 .paper { color: #57606a; font-size: 0.78rem; }
 .verdict { font-weight: 600; }
 .v-reproduced { color: #1a7f37; } .v-partially { color: #9a6700; } .v-mixed { color: #bc4c00; }
-.v-not { color: #cf222e; } .v-inconclusive { color: #6639ba; }
+.v-not { color: #cf222e; } .v-contradicted { color: #bf3989; } .v-inconclusive { color: #6639ba; }
 .o-holds { color: #1a7f37; } .o-fails { color: #cf222e; } .o-undecided { color: #57606a; }
 details summary { cursor: pointer; } details ul { margin: 0.2rem 0; padding-left: 1rem; }
 p.note { background: #fff8c5; border: 1px solid #d4a72c; padding: 0.5rem 0.8rem; }
@@ -74,7 +74,11 @@ def page(title: str, body: str, pages: dict[str, str]) -> str:
 
 
 def _verdict_class(r: dict[str, Any]) -> str:
-    return "v-" + r["category"].split()[0]
+    """``v-reproduced`` ... ``v-contradicted``, ``v-not``: a category's colour (``partially
+    contradicted`` is not ``partially``)."""
+    return "v-" + (
+        "contradicted" if r["category"].endswith("contradicted") else r["category"].split()[0]
+    )
 
 
 def _estimate(e: dict[str, Any]) -> str:
@@ -276,7 +280,11 @@ def claim_page(
     body = [
         f"<h1>{r['claim_id']} — {html.escape(r['paper'])} ({html.escape(r['source'])})</h1>",
         f"<p>Verdict: <span class='verdict {_verdict_class(r)}'>{html.escape(r['verdict'])}</span>"
-        + (f" — {html.escape(r['detail'])}" if r.get("detail") else "")
+        + (
+            f" — {html.escape(r['detail'])}"
+            if r.get("detail") and r["detail"] not in r["verdict"]
+            else ""
+        )
         + "</p>",
         "<h2 id='paper'>The paper</h2>",
         _facts(paper),
