@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from test_verdict_rule import claim_of
 
-from memrl import design_check, families
+from memrl import design_check, families, runner
 from memrl.families import load_family
 from memrl.jobs import JobSpec
 from memrl.runs import RunStore
@@ -139,6 +139,7 @@ def test_the_design_verb_names_what_cannot_decide_and_exits_1(monkeypatch, capsy
     from memrl.cli import main
 
     monkeypatch.setattr(design_check, "phantom_records", lambda specs, store: ([], []))
+    monkeypatch.setattr(runner, "pull_published", lambda fam, profile: "")  # no dvc pull
     seeds = {}
 
     def judged(fam, cfg, records, paper):

@@ -32,7 +32,6 @@ import argparse
 import os
 import signal
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +46,19 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("TQDM_DISABLE", "1")
 
 PROFILE_HELP = "smoke | default | paper (default: default)"
+
+
+def seed_number(text: str) -> int:
+    from memrl.onejob import seed_number
+
+    return seed_number(text)
+
+
+def select(specs: list[Any], job: str, seed: int) -> Any:
+    """:func:`memrl.onejob.select` (benchmarks and tests pick a job by its label here)."""
+    from memrl.onejob import select
+
+    return select(specs, job, seed)
 
 
 def overrides(pairs: list[str]) -> dict[str, Any]:
@@ -81,45 +93,6 @@ def family_params(family: str, profile: str, sets: list[str]) -> Any:
     return load_family(family, profile, overrides=overrides(sets))
 
 
-def select(specs: list[Any], job: str, seed: int) -> Any:
-    """The one spec whose label holds every word of ``job`` (any case) and ``seed``."""
-    words = job.lower().split()
-    # the label itself first ("MFEC · Breakout" is not "MFEC r=2 · Breakout"), then its whole
-    # words ("RSAC-LSTM" is not "RSAC-LSTM-shared"), else parts of it
-    hits = [s for s in specs if _unseeded(s.name).lower() == job.lower()]
-    hits = hits or [s for s in specs if set(words) <= set(s.name.lower().split())]
-    hits = hits or [s for s in specs if all(w in s.name.lower() for w in words)]
-    seeded = [s for s in hits if s.kwargs.get("seed", seed) == seed]
-    if len(seeded) == 1:
-        return seeded[0]
-    if hits and not seeded:  # the job exists: say which seeds it takes
-        have = sorted({s.kwargs["seed"] for s in hits if "seed" in s.kwargs})
-        raise LookupError(
-            f"'{job}' has no seed {seed} in this profile; its seeds: {have} "
-            f"(`--set seeds={seed + 1}` runs seeds 0 to {seed})"
-        )
-    names = sorted({_unseeded(s.name) for s in (hits or specs)})
-    what = "matches several jobs" if hits else "matches no job"
-    raise LookupError(f"'{job}' {what}; jobs:\n  " + "\n  ".join(names))
-
-
-def _unseeded(label: str) -> str:
-    return label.rsplit(" · seed", 1)[0]
-
-
-def _elapsed(desc: str, stop: threading.Event) -> None:
-    """A live elapsed-time bar while the job runs in this process."""
-    from tqdm.auto import tqdm
-
-    from memrl.runtime import progress_enabled
-
-    with tqdm(
-        desc=desc, unit="s", bar_format="{desc}: {elapsed} elapsed", disable=not progress_enabled()
-    ) as bar:
-        while not stop.wait(1.0):
-            bar.update(1)
-
-
 def _estimate(
     names: list[str], profile: str, sets: list[str], fresh: bool = False, calibrate: bool = False
 ) -> int:
@@ -152,31 +125,41 @@ def _design(a: argparse.Namespace) -> int:
     each comparison no outcome could decide."""
     from memrl import design_check, families
     from memrl.config import ConfigError
-    from memrl.runner import open_store
+    from memrl.runner import pipeline_store
 
+    unchecked = []
     try:
         fams = [families.get(n) for n in a.families or families.NAMES]
         if a.set and len(fams) != 1:
             raise ValueError("--set changes one family's parameters: name that family")
-        for fam in fams:
-            cfg = family_params(fam.name, a.profile, a.set)
-            store = open_store(fam, a.profile, fam.runs_dir(a.profile))
-            print(design_check.check(fam, cfg, a.profile, fam.grid(cfg), store), flush=True)
+        cfgs = {fam.name: family_params(fam.name, a.profile, a.set) for fam in fams}
+        for fam in fams:  # the published shapes pulled where absent (a fresh clone)
+            pull = a.profile in design_check.DECIDING
+            store, _ = pipeline_store(fam, a.profile, pull=pull)
+            line = design_check.check(
+                fam, cfgs[fam.name], a.profile, fam.grid(cfgs[fam.name]), store
+            )
+            print(line, flush=True)
+            unchecked += [fam.name] if pull and " not checked" in line else []
     except design_check.DesignError as err:
         print(f"memrl: {err}", file=sys.stderr)
         return 1
     except (ValueError, ConfigError) as err:
         print(f"memrl: {err}", file=sys.stderr)
         return 2
+    if unchecked:  # "checked nothing" must not read as a pass
+        print(
+            f"memrl: design not checked for {', '.join(unchecked)} (above: what it needs)",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 
 def _run(a: argparse.Namespace) -> int:
-    from memrl import families
+    """``list`` and ``run`` (:mod:`memrl.onejob`), on the family's validated parameters."""
+    from memrl import families, onejob
     from memrl.config import ConfigError
-    from memrl.executors import run_spec
-    from memrl.runs import RunStore
-    from memrl.runtime import cache_dir
 
     try:
         fam = families.get(a.family)
@@ -184,38 +167,9 @@ def _run(a: argparse.Namespace) -> int:
     except (ValueError, ConfigError) as err:
         print(f"memrl: {err}", file=sys.stderr)
         return 2
-    specs = fam.grid(cfg)
     if a.verb == "list":
-        seeds = sorted({s.kwargs["seed"] for s in specs if "seed" in s.kwargs})
-        reps = sorted({s.kwargs["run"] for s in specs if "run" in s.kwargs})  # LLM runs
-        print(f"{a.family}: {len(specs)} jobs ({f'seeds {seeds}' if seeds else f'runs {reps}'})")
-        for name in dict.fromkeys(_unseeded(s.name) for s in specs):
-            print(f"  {name}")
-        return 0
-    try:
-        spec = select(specs, a.job, a.seed)
-    except LookupError as err:
-        print(f"memrl: {err.args[0]}", file=sys.stderr)
-        return 2
-    store = RunStore(a.store or cache_dir() / "runs" / "cli" / a.family)
-    if store.has(spec):
-        print(f"already stored: {store.path(spec)}")
-        return 0
-    stop = threading.Event()
-    bar = threading.Thread(target=_elapsed, args=(spec.name, stop), daemon=True)
-    bar.start()
-    try:
-        result, seconds = run_spec(spec.to_json())
-    finally:
-        stop.set()
-        bar.join()
-    path = store.save(spec, result, seconds)
-    scalars = {k: v for k, v in result.items() if isinstance(v, int | float | str) and k != "seed"}
-    print(f"{spec.name}: {seconds:,.1f} s")
-    for k, v in list(scalars.items())[:8]:
-        print(f"  {k}: {v:.4g}" if isinstance(v, float) else f"  {k}: {v}")
-    print(f"result: {path}")
-    return 0
+        return onejob.list_jobs(fam, a.profile, fam.grid(cfg))
+    return onejob.run_one(fam, a.profile, fam.grid(cfg), a.job, a.seed, a.store)
 
 
 def _verify(a: argparse.Namespace) -> int:
@@ -342,9 +296,19 @@ def _isa(a: argparse.Namespace) -> int:
     return 0
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, whose errors are one ``memrl:`` line (the usage is for --help)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        verb = self.prog.removeprefix("python -m memrl").strip()
+        where = f"{verb}: " if verb else ""
+        print(f"memrl: {where}{message} (--help says more)", file=sys.stderr)
+        raise SystemExit(2)
+
+
 def parser() -> argparse.ArgumentParser:
 
-    ap = argparse.ArgumentParser(
+    ap = Parser(
         prog="python -m memrl",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -418,7 +382,7 @@ def parser() -> argparse.ArgumentParser:
     p = verb("run", "run one job of a family; stored in the cache, reused when run again")
     p.add_argument("family")
     p.add_argument("job", help="words of the job's label, e.g. 'RSAC-LSTM Pendulum-V'")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=seed_number, default=0, help="default: 0")
     p.add_argument("--store", type=Path, help="result folder (default: the cache's)")
     profile(p)
     p = verb("params", "stage: validate a profile's parameters, write them resolved")

@@ -73,6 +73,44 @@ def _parse(path: str, mtime_ns: int, size: int) -> Any:
             raise ConfigError(f"{where}: not valid YAML ({what}); {fix}") from None
 
 
+class Params(dict):
+    """A params file's top level as read (:func:`read_params`), knowing its ``path``: an
+    error in a value names the line it was written on (:func:`key_lines`)."""
+
+    path: Path | None = None
+
+
+@functools.lru_cache(maxsize=8)
+def _lines(path: str, mtime_ns: int, size: int) -> dict[tuple, int]:
+    """Every key's line in ``path`` (1-based), by its path of keys and list indices."""
+    with open(path) as fh:
+        root = yaml.compose(fh)
+    out: dict[tuple, int] = {}
+    todo = [((), root)]
+    while todo:
+        where, node = todo.pop()
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                here = (*where, key.value)
+                out[here] = key.start_mark.line + 1
+                todo.append((here, value))
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                out[(*where, i)] = item.start_mark.line + 1
+                todo.append(((*where, i), item))
+    return out
+
+
+def key_lines(path: str | Path) -> dict[tuple, int]:
+    """:func:`_lines` of ``path`` (cached while the file stays as it was); ``{}`` when it
+    cannot be read (the message then names the key alone)."""
+    try:
+        stat = Path(path).stat()
+        return _lines(str(Path(path).resolve()), stat.st_mtime_ns, stat.st_size)
+    except (OSError, yaml.YAMLError):
+        return {}
+
+
 def read_params(
     path: str | Path | None = None, sections: Sequence[str] | None = None
 ) -> dict[str, Any]:
@@ -86,6 +124,8 @@ def read_params(
     raw = copy.deepcopy(_parse(str(path.resolve()), stat.st_mtime_ns, stat.st_size))
     if not isinstance(raw, dict):
         raise ConfigError(f"{path} must hold a mapping at the top level")
+    raw = Params(raw)
+    raw.path = path
     if "profile" in raw:
         raise ConfigError(
             f"{path} names a profile ('profile: {raw['profile']}'), which it no longer does: "
@@ -135,9 +175,13 @@ def _field_names(model: Any) -> set[str]:
     return names
 
 
-def _format_errors(family: str, profile: str, err: ValidationError, model: Any = None) -> str:
+def _format_errors(
+    family: str, profile: str, err: ValidationError, model: Any = None, where: Any = None
+) -> str:
     """One line per wrong value: the alternatives of a union merged ("a valid integer, or
-    'auto'"), an unknown key with the known one it most resembles."""
+    'auto'"), an unknown key with the known one it most resembles (a renamed key: one line,
+    not also its old name's "Field required"), and, where ``where`` (a field's path -> its
+    place, e.g. ``params.yaml:22``) knows it, the line the value was written on."""
     import difflib
 
     lines = [f"invalid parameters for family '{family}' (profile '{profile}'):"]
@@ -145,16 +189,73 @@ def _format_errors(family: str, profile: str, err: ValidationError, model: Any =
     for e in err.errors():
         merged.setdefault(_field_loc(e["loc"]), []).append(e)
     known = _field_names(model) if model is not None else set()
+    kind = {floc: errs[0]["type"] for floc, errs in merged.items()}
+    hints = {}  # an unknown key -> the known one it most resembles
+    for floc in (f for f, k in kind.items() if k == "extra_forbidden" and f):
+        others = sorted(known - {str(floc[-1])})  # a key known elsewhere is unknown here
+        close = difflib.get_close_matches(str(floc[-1]), others, n=1)
+        hints.update({floc: close[0]} if close else {})
+    renamed = {}  # a missing key -> the unknown key beside it most like it (its old name)
+    for floc in (f for f, k in kind.items() if k == "missing" and f):
+        extra = [str(f[-1]) for f in hints if f[:-1] == floc[:-1]]
+        if close := difflib.get_close_matches(str(floc[-1]), extra, n=1):
+            renamed[floc] = (*floc[:-1], close[0])
+            hints[renamed[floc]] = str(floc[-1])
     for floc, errs in merged.items():
+        if floc in renamed:
+            continue
         loc = ".".join(str(p) for p in floc)
         msgs = [errs[0]["msg"]] + [e["msg"].removeprefix("Input should be ") for e in errs[1:]]
         msg = ", or ".join(dict.fromkeys(msgs))
-        if errs[0]["type"] == "extra_forbidden" and floc:
-            close = difflib.get_close_matches(str(floc[-1]), sorted(known), n=1)
-            msg += f"; did you mean '{close[0]}'?" if close else ""
-        got = f" (got {errs[0].get('input')!r})" if loc else ""  # whole-model checks: no dump
-        lines.append(f"  {family}{'.' + loc if loc else ''}: {msg}{got}")
+        if floc in hints:
+            new = hints[floc]
+            msg += f"; did you mean '{new}'?"
+            was = renamed.get((*floc[:-1], new)) == floc
+            msg += f" ('{new}' is required and missing)" if was else ""
+        # whole-model checks and missing keys: no dump of the section they were checked in
+        shown = loc and errs[0]["type"] != "missing"
+        got = f" (got {errs[0].get('input')!r})" if shown else ""
+        place = where(floc) if where is not None else None
+        lines.append(
+            f"  {family}{'.' + loc if loc else ''}{f' ({place})' if place else ''}: {msg}{got}"
+        )
     return "\n".join(lines)
+
+
+def _places(raw: Any, section: tuple, profile: str, overrides: Mapping[str, Any]) -> Any:
+    """A field's path -> where its value was written (``params.yaml:LINE``), for
+    :func:`_format_errors`: the profile's block, else ``default``'s (a missing key: the
+    line of the block it is missing from); ``None`` for a value an override set."""
+    path = getattr(raw, "path", None)
+    lines = key_lines(path) if path is not None else {}
+    name = Path(path).name if path is not None else ""
+    changed = set()
+    for key, _ in _flat(overrides):
+        changed.add(tuple(int(p) if p.isdigit() else p for p in key.split(".")))
+
+    def where(floc: tuple) -> str | None:
+        if any(floc[: len(c)] == c for c in changed) or not lines:
+            return None
+        blocks = [profile, "default"] if profile != "default" else ["default"]
+        for block in blocks:
+            if (*section, block, *floc) in lines:
+                return f"{name}:{lines[(*section, block, *floc)]}"
+        for n in range(len(floc) - 1, -1, -1):  # a missing key: its enclosing block
+            for block in blocks:
+                if (key := (*section, block, *floc[:n])) in lines:
+                    return f"{name}:{lines[key]}"
+        return None
+
+    return where
+
+
+def _flat(tree: Mapping[str, Any], prefix: str = ""):
+    """``(dotted key, value)`` of every leaf override (nested mappings flattened)."""
+    for key, value in tree.items():
+        if isinstance(value, Mapping) and value:
+            yield from _flat(value, f"{prefix}{key}.")
+        else:
+            yield f"{prefix}{key}", value
 
 
 def check_profile(profile: Any) -> str:
@@ -237,7 +338,8 @@ def load_section(
     try:
         return schema.model_validate(merged)
     except ValidationError as err:
-        raise ConfigError(_format_errors(name, where, err, schema)) from None
+        places = _places(raw, (name,), profile, overrides)
+        raise ConfigError(_format_errors(name, where, err, schema, places)) from None
 
 
 def load_runtime(path: str | Path | None = None) -> RuntimeParams:
@@ -245,7 +347,22 @@ def load_runtime(path: str | Path | None = None) -> RuntimeParams:
     try:
         return RuntimeParams.model_validate(raw.get("runtime") or {})
     except ValidationError as err:
-        raise ConfigError(_format_errors("runtime", "-", err, RuntimeParams)) from None
+        places = _runtime_places(raw)
+        raise ConfigError(_format_errors("runtime", "-", err, RuntimeParams, places)) from None
+
+
+def _runtime_places(raw: Any) -> Any:
+    """:func:`_places` for the ``runtime`` block (it has no profiles)."""
+    path = getattr(raw, "path", None)
+    lines = key_lines(path) if path is not None else {}
+
+    def where(floc: tuple) -> str | None:
+        for n in range(len(floc), -1, -1):
+            if (key := ("runtime", *floc[:n])) in lines:
+                return f"{Path(path).name}:{lines[key]}"
+        return None
+
+    return where
 
 
 def resolved(runtime: RuntimeParams, cfgs: Mapping[str, BaseModel]) -> dict[str, Any]:

@@ -93,6 +93,14 @@ def check(fam: Family, cfg: Any, profile: str, specs: Sequence[Any], store: RunS
     if profile not in DECIDING:
         return f"{fam.name}: design not checked ({profile}'s seeds test the wiring, not the claims)"
     records, missing = phantom_records(specs, store)
+    if missing and not store.keys():  # a fresh clone: the stores are DVC outputs, not in git
+        from memrl.runner import pull_command
+
+        return (
+            f"{fam.name}: design not checked: no stored runs in {fam.runs_dir(profile)} to take "
+            f"the jobs' shapes from; `{pull_command(fam, profile)}` gets the published ones"
+            + (" (`python -m memrl design` pulls them itself)" if profile == "default" else "")
+        )
     if missing:
         return (
             f"{fam.name}: design not checked before the runs ({len(missing)} job groups have "

@@ -30,6 +30,51 @@ from memrl.runs import CPU_FIELD, ISA_FIELD, RunStore
 from memrl.runtime import progress_enabled, set_torch_threads, warm_up_blas
 
 
+# =========================================================================== the terminal
+class _Both:
+    """A text stream writing to two: a kernel's stderr (the notebook) and its terminal."""
+
+    def __init__(self, first: Any, second: Any) -> None:
+        self.streams = (first, second)
+
+    def write(self, text: str) -> int:
+        for s in self.streams:
+            s.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        for s in self.streams:
+            s.flush()
+
+
+_TERMINAL: list[Any] = []
+
+
+def terminal() -> Any:
+    """Where progress goes: stderr, and in a Jupyter kernel (papermill, JupyterLab, nbconvert)
+    also the terminal that started it, where ipykernel keeps the process's own stderr (its
+    ``fileno()``): a notebook's cell shows the last state of a bar, the terminal its every
+    update, instead of papermill's cell counter alone."""
+    err = sys.stderr
+    if not type(err).__module__.startswith("ipykernel"):
+        return err
+    if not _TERMINAL:
+        try:
+            _TERMINAL.append(os.fdopen(os.dup(err.fileno()), "w", buffering=1))
+        except (OSError, ValueError, AttributeError):
+            return err
+    return _Both(err, _TERMINAL[0])
+
+
+def say(text: str) -> None:
+    """Print ``text`` (a notebook's output) and, in a kernel, in its terminal too."""
+    print(text, file=sys.stdout, flush=True)
+    out = terminal()
+    if isinstance(out, _Both):
+        out.streams[1].write(text + "\n")
+        out.streams[1].flush()
+
+
 # =========================================================================== running one job
 def run_spec(spec: Mapping[str, Any], threads: int = 1) -> tuple[dict[str, Any], float]:
     """Run one job (a spec as JSON) in this process: (its result, wall seconds). Used by every
@@ -119,7 +164,7 @@ def execute(
         # would keep the "0/N" it was first drawn with)
         from tqdm.std import tqdm
 
-        bar = tqdm(total=len(todo), desc=desc, disable=not progress_enabled(), file=sys.stderr)
+        bar = tqdm(total=len(todo), desc=desc, disable=not progress_enabled(), file=terminal())
 
         def done(spec: JobSpec, outcome: tuple[dict, float] | str) -> None:
             if isinstance(outcome, str):

@@ -21,6 +21,7 @@ or missing results (every stage's outputs are ``persist``-ed: DVC does not delet
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -39,7 +40,7 @@ from memrl.families import load_family, load_profile
 from memrl.profiles import pipeline_file, results_root
 from memrl.runner import open_store, run_jobs
 from memrl.runs import write_timings
-from memrl.runtime import atomic_write_text, publish, repo_root
+from memrl.runtime import atomic_write_text, cache_dir, publish, repo_root
 
 
 # =========================================================================== stage params
@@ -90,8 +91,23 @@ def run_stage(family: str, profile: str = "default", executor: str | None = None
         print(design_check.check(fam, cfg, profile, specs, store), flush=True)
         print(priced.summary(), flush=True)
     done = run_jobs(fam, cfg, profile, store, executor, specs)
-    write_timings(repo_root() / fam.timings_path(profile), store.records())
+    timings = repo_root() / fam.timings_path(profile)
+    if publishing(profile) or not timings.exists():  # else the published ones stay
+        write_timings(timings, store.records())
     return done
+
+
+PUBLISH = "MEMRL_PUBLISH"  # "1": this run publishes a smoke or paper profile (docs/publishing.md)
+
+
+def publishing(profile: str) -> bool:
+    """Whether this run's measurements become the profile's published ones (its
+    ``timings.json``, kept in git; its ``dvc.lock``): always for ``default`` (a default run is
+    a republish: its claims and report in git change too), for ``smoke`` and ``paper`` only
+    with ``MEMRL_PUBLISH=1``. A smoke try leaves every tracked file as it found it: this
+    machine's seconds stay in its store's records (what :mod:`memrl.estimate` prices this
+    machine from), its pipeline's lock in the cache (:func:`local_lock`)."""
+    return profile == "default" or os.environ.get(PUBLISH, "") not in ("", "0")
 
 
 # =========================================================================== stage <family>
@@ -215,6 +231,60 @@ def repro(profile: str, args: list[str]) -> int:
         return 2
     targets = dvc_targets(profile, args)
     _announce(profile, announced_families(targets))
+    with local_lock(profile):
+        return _dvc_repro(profile, targets)
+
+
+def _lock_paths(profile: str) -> tuple[Path, Path, Path]:
+    """(the profile's ``dvc.lock``, this machine's own lock, the published one while this
+    machine's is in its place)."""
+    here = cache_dir() / "locks" / profile
+    return repo_root() / Path(pipeline_file(profile)).with_name("dvc.lock"), *(
+        here / name for name in ("dvc.lock", "published.lock")
+    )
+
+
+@contextlib.contextmanager
+def local_lock(profile: str):
+    """While a smoke or paper run that does not publish (:func:`publishing`) runs, DVC reads
+    and writes this machine's own ``dvc.lock`` (kept in ``.cache/locks/<profile>/``), in
+    the place of the published one, which is put back after, byte for byte (also after a
+    failure or Ctrl-C; after a kill, the next run first): DVC cannot keep a lock outside its
+    pipeline's folder nor read a git-ignored one, and the published lock is what `dvc pull`
+    of the published smoke store reads. A try thus leaves git's tree clean, and this
+    machine's next run knows what it has done."""
+    lock, mine, published = _lock_paths(profile)
+    if publishing(profile):
+        yield
+        return
+    _put_back(lock, mine, published)  # a run killed while swapped: first undo it
+    mine.parent.mkdir(parents=True, exist_ok=True)
+    if lock.exists():
+        shutil.copy2(lock, published)
+    else:
+        published.write_bytes(b"")  # "there was none": removed again after
+    if mine.exists():
+        shutil.copy2(mine, lock)
+    try:
+        yield
+    finally:
+        _put_back(lock, mine, published)
+
+
+def _put_back(lock: Path, mine: Path, published: Path) -> None:
+    """Keep the lock in place as this machine's and restore the published one."""
+    if not published.exists():
+        return
+    if lock.exists():
+        shutil.copy2(lock, mine)
+    if published.stat().st_size:
+        os.replace(published, lock)
+    else:
+        lock.unlink(missing_ok=True)
+        published.unlink()
+
+
+def _dvc_repro(profile: str, targets: list[str]) -> int:
     whole = targets[0] == pipeline_file(profile)  # else only the stages named (no report)
     venv = Path(sys.executable).parent  # dvc and the stages' `python` from this venv
     env = {**os.environ, "PATH": f"{venv}{os.pathsep}{os.environ.get('PATH', '')}"}

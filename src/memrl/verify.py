@@ -123,31 +123,18 @@ def stored(family: Any, profile: str) -> dict[str, dict[str, Any]]:
     """Every stored record of a family's profile, by the job's identity (function and
     arguments: a record stored by other code still names its job): the pipeline's store
     (the default and smoke profiles' are pulled from the in-repo DVC remote when absent)."""
+    from memrl.runner import pipeline_store
     from memrl.runs import read_records
-    from memrl.runtime import repo_root
 
-    pipeline = repo_root() / family.runs_dir(profile)
-    if profile in ("default", "smoke") and not any(pipeline.glob("*.json")):
-        dvcfile = "" if profile == "default" else f"results/{profile}/dvc.yaml:"
-        _pull(f"{dvcfile}runs_{family.name}")  # published in the in-repo DVC remote
+    store, _ = pipeline_store(family, profile)
     out: dict[str, dict[str, Any]] = {}
-    for rec in read_records(pipeline):
+    for rec in read_records(store.root):
         out[identity(rec.get("spec") or {})] = rec
     return out
 
 
 def identity(spec: dict[str, Any]) -> str:
     return json.dumps([spec.get("fn"), spec.get("kwargs")], sort_keys=True)
-
-
-def _pull(stage: str) -> None:
-    import subprocess
-    import sys
-
-    from memrl.runtime import repo_root
-
-    dvc = Path(sys.executable).with_name("dvc")
-    subprocess.run([str(dvc), "pull", "-q", stage], cwd=repo_root(), capture_output=True)
 
 
 def compare_cached(
@@ -172,6 +159,7 @@ def run(profile: str, names: Sequence[str], n: int, workers: int, cached: bool =
     ``cached``: rerun nothing; compare every job this machine has already computed for the
     profile (the cache JupyterLab and nbval fill) with the store."""
     from memrl import families, isa, runner
+    from memrl.runner import PUBLISHED
 
     groups, records, mine = [], {}, {}
     for name in names or families.NAMES:
@@ -188,11 +176,21 @@ def run(profile: str, names: Sequence[str], n: int, workers: int, cached: bool =
         picked = [s for specs in groups for s in specs if s.key in mine]
     else:
         picked = sample(groups, n)
-    if not picked:
-        where = "computed here (the cache) and " if cached else ""
+    if not records:
+        pulled = " (pulled from the in-repo DVC remote when absent)" if profile in PUBLISHED else ""
         print(
-            f"memrl verify: no runs of profile '{profile}' {where}stored: `make repro "
-            f"PROFILE={profile}` makes them (the published profiles' are pulled)"
+            f"memrl verify: no stored runs of profile '{profile}' in results/{profile}/*/runs"
+            f"{pulled} to compare with: `make repro PROFILE={profile}` makes them"
+        )
+        return 2
+    if not picked and cached:
+        where = ", ".join(f".cache/runs/{n}/{profile}/" for n in names or families.NAMES)
+        print(
+            f"memrl verify: nothing of profile '{profile}' computed here yet: --cached reads "
+            f"the cache ({where}), which the family notebooks fill when they run on their "
+            f"own and compute their jobs: `make nbval` (as `make test` does) or "
+            f"`MEMRL_RECOMPUTE=1 make lab`; `make repro` fills the pipeline's store instead, "
+            f"which `memrl verify --profile {profile}` (without --cached) reruns a sample of"
         )
         return 2
     cpu = isa.cpu_model()
