@@ -7,7 +7,9 @@ during the replay start (uniform random actions, no update) and after it (an upd
 - ``MinAtar``: the experience-replay family's ``stream.dqn`` block (examples/dqn.py's
   settings: an update every step, centred RMSprop; :class:`memrl.agents.sb3_dqn.MinAtarDQNParams`);
 - ``before``: the block it replaces (issue 73: Adam 1e-4, an update every 4 steps, the
-  fused Adam of :func:`memrl.agents.sb3.sb3_kwargs`).
+  fused Adam of :func:`memrl.agents.sb3.sb3_kwargs`);
+- ``engine``: MinAtar's settings on the engine (:mod:`memrl.engines.minatar_dqn`, one
+  compiled update); its "updating" rate includes compiling the update once (~1-3 s).
 
     python benchmarks/minatar_dqn.py [--steps 20000] [--rounds 1] [--core 1] [--price 1000000]
 """
@@ -38,10 +40,35 @@ BEFORE = {
 GAMES = ("MinAtar/Breakout-v1", "MinAtar/SpaceInvaders-v1")
 
 
+def engine_child(env_id: str, steps: int) -> dict:
+    """The engine's run: a run of the replay start alone, then a whole run."""
+    import time
+    from functools import partial
+
+    from memrl.engines import minatar_dqn  # first: it pins XLA and the core
+
+    # isort: split
+    from memrl.envs.registry import make
+    from memrl.families import load_family
+    from memrl.runtime import set_torch_threads
+
+    set_torch_threads(1)
+    hp = load_family("experience_replay", "default").stream.dqn
+    env_fn, start = partial(make, env_id), hp.learning_starts
+    t0 = time.process_time()
+    minatar_dqn.train(env_fn, hp, start, 0)
+    t1 = time.process_time()
+    minatar_dqn.train(env_fn, hp, steps, 0)
+    t2 = time.process_time()
+    return {"random": start / (t1 - t0), "updating": (steps - start) / (t2 - t1 - (t1 - t0))}
+
+
 def child(setting: str, env_id: str, steps: int) -> dict:
     """One fresh run (in this process): CPU seconds before and after the replay start."""
     import time
 
+    if setting == "engine":
+        return engine_child(env_id, steps)
     import memrl  # noqa: F401  (first: importing it pins the kernels, memrl.isa)
 
     # isort: split
@@ -95,6 +122,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--core", type=int, default=1, help="the core each run is bound to")
     ap.add_argument("--price", type=int, default=1_000_000, help="the budget to price")
+    ap.add_argument("--settings", default="before,MinAtar,engine", help="comma-separated")
     ap.add_argument("--child", nargs=2, metavar=("SETTING", "ENV"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
@@ -106,13 +134,14 @@ def main() -> None:
         "MinAtar": load_family("experience_replay", "default").stream.dqn.learning_starts,
         "before": BEFORE["learning_starts"],
     }
+    starts["engine"] = starts["MinAtar"]
     with open("/proc/cpuinfo") as f:
         cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "?")
     print(f"{cpu}; {a.steps} steps a run, bound to core {a.core}, 1 torch thread")
     print(f"{'round':>5} {'game':<26} {'setting':<8} {'random/s':>9} {'updating/s':>10} price")
     for r in range(a.rounds):
         for env_id in GAMES:
-            for setting in ("before", "MinAtar"):
+            for setting in a.settings.split(","):
                 out = subprocess.run(
                     [sys.executable, __file__, "--steps", str(a.steps), "--child", setting, env_id],
                     capture_output=True,

@@ -274,25 +274,41 @@ def minatar_dqn_train(
     return {**episode_log(env), "memory_size": min(hp.buffer_size, total_steps)}
 
 
-def minatar_dqn_deviations(hp: MinAtarDQNParams, total_steps: int) -> list[str]:
-    """What a claim should say about a baseline run by :func:`minatar_dqn_train` (its
-    settings, and where SB3 differs from examples/dqn.py)."""
+def minatar_dqn_deviations(
+    hp: MinAtarDQNParams, total_steps: int, engine: bool = True
+) -> list[str]:
+    """What a claim should say about a baseline run of MinAtar's DQN: its settings, and where
+    the run differs from examples/dqn.py, on the engine (:mod:`memrl.engines.minatar_dqn`,
+    what the jobs run) or on SB3 (:func:`minatar_dqn_train`)."""
     o = hp.optimizer
     clip = "no gradient clipping" if hp.max_grad_norm is None else f"clip {hp.max_grad_norm}"
-    return [
-        f"DQN with replay: MinAtar's own DQN (Young & Tian 2019, examples/dqn.py) on SB3 for "
-        f"{total_steps:,} steps (the reference: 5,000,000): an update every {hp.train_freq} "
-        f"step(s), batch {hp.batch_size}, buffer {hp.buffer_size:,}, uniform random actions "
-        f"for the first {hp.learning_starts:,} steps, target copied every "
+    where = "the engine (JAX, one compiled update)" if engine else "SB3"
+    settings = (
+        f"DQN with replay: MinAtar's own DQN (Young & Tian 2019, examples/dqn.py) on {where} "
+        f"for {total_steps:,} steps (the reference: 5,000,000): an update every "
+        f"{hp.train_freq} step(s), batch {hp.batch_size}, buffer {hp.buffer_size:,}, uniform "
+        f"random actions for the first {hp.learning_starts:,} steps, target copied every "
         f"{hp.target_update_period:,} updates, RMSprop (lr {hp.learning_rate:g}, alpha "
         f"{o.alpha:g}, eps {o.eps:g}, {'centred' if o.centered else 'not centred'}, momentum "
         f"{o.momentum:g}), Huber loss, {clip}, gamma {hp.gamma:g}, epsilon "
         f"{hp.exploration_initial_eps:g} -> {hp.exploration_final_eps:g} over "
         f"{hp.exploration_steps:,} steps from the replay start, conv 16x3x3 -> "
-        f"{'-'.join(map(str, hp.net_arch))} -> Q",
-        "SB3 vs examples/dqn.py: batches drawn with replacement (the reference: without), the "
-        f"first update one step earlier (after {hp.learning_starts + 1:,} transitions, not "
-        f"{hp.learning_starts + 2:,}), the target copied on env steps (the reference: on "
-        "updates; the same period with an update every step), and the gym ids' minimal "
-        "action set (the reference plays all 6 actions)",
-    ]
+        f"{'-'.join(map(str, hp.net_arch))} -> Q"
+    )
+    if engine:
+        differs = (
+            "the engine vs examples/dqn.py: the convolution as one product over patches, the "
+            "target's max computed for every next state and masked at terminals, random draws "
+            "from numpy's generator (the reference: Python's random; the same distributions), "
+            "and the gym ids' minimal action set (the reference plays all 6 actions); its "
+            "update equals torch's reference update to float rounding (tests/test_engine_dqn.py)"
+        )
+    else:
+        differs = (
+            "SB3 vs examples/dqn.py: batches drawn with replacement (the reference: without), "
+            f"the first update one step earlier (after {hp.learning_starts + 1:,} transitions, "
+            f"not {hp.learning_starts + 2:,}), the target copied on env steps (the reference: "
+            "on updates; the same period with an update every step), and the gym ids' minimal "
+            "action set (the reference plays all 6 actions)"
+        )
+    return [settings, differs]

@@ -90,11 +90,12 @@ def dqn_job(**kw: Any) -> dict[str, Any]:
 
 
 def minatar_dqn_job(**kw: Any) -> dict[str, Any]:
-    """MinAtar's own DQN (Young & Tian 2019) on SB3 on one MinAtar game with one seed;
-    arguments as :func:`_run`'s."""
-    from memrl.agents.sb3_dqn import MinAtarDQNParams, minatar_dqn_train
+    """MinAtar's own DQN (Young & Tian 2019) on the engine (:mod:`memrl.engines.minatar_dqn`)
+    on one MinAtar game with one seed; arguments as :func:`_run`'s."""
+    from memrl.agents.sb3_dqn import MinAtarDQNParams
+    from memrl.engines import minatar_dqn  # pins XLA and this process's core first
 
-    return _run(minatar_dqn_train, MinAtarDQNParams, **kw)
+    return _run(minatar_dqn.train, MinAtarDQNParams, **kw)
 
 
 def mfec_job(**kw: Any) -> dict[str, Any]:
@@ -135,8 +136,9 @@ def grid(cfg: EpisodicControlParams) -> list[JobSpec]:
                         "early_fraction": cfg.early_fraction,
                     }
                     label = f"{method_label(m, r)} · {short_env(e.env_id)} · seed {s}"
-                    fn, cost = f"{m.lower()}_job", _COST[m]
+                    fn, cost, engine = f"{m.lower()}_job", _COST[m], ""
                     if m == "DQN" and e.env_id.startswith(MINATAR_PREFIX):
-                        fn, cost = "minatar_dqn_job", _COST["MinAtar DQN"]
-                    out.append(JobSpec(f"{HERE}:{fn}", kw, cost * e.total_timesteps, label=label))
+                        fn, cost, engine = "minatar_dqn_job", _COST["MinAtar DQN"], "xla"
+                    cost *= e.total_timesteps
+                    out.append(JobSpec(f"{HERE}:{fn}", kw, cost, label=label, engine=engine))
     return out

@@ -175,9 +175,9 @@ def stream_job(seed: int, env_id: str, method: str, p: dict[str, Any]) -> dict[s
     """One streaming-claim run on a MinAtar game: stream Q(lambda), DQN with a buffer of 1 and
     batch 1 (DQN1), or DQN with replay; its training curve and the mean training return of
     the last ``late_fraction`` of its steps (the paper's curves are training returns). DQN
-    with replay is MinAtar's own DQN (:func:`~memrl.agents.sb3_dqn.minatar_dqn_train`)."""
+    with replay is MinAtar's own DQN, on the engine (:mod:`memrl.engines.minatar_dqn`)."""
     from memrl.agents.contract import log_row
-    from memrl.agents.sb3_dqn import DQNParams, MinAtarDQNParams, dqn_train, minatar_dqn_train
+    from memrl.agents.sb3_dqn import DQNParams, MinAtarDQNParams, dqn_train
     from memrl.agents.stream_q import StreamQParams
     from memrl.agents.stream_q import train as stream_train
     from memrl.envs.registry import make, short_env
@@ -191,7 +191,9 @@ def stream_job(seed: int, env_id: str, method: str, p: dict[str, Any]) -> dict[s
     elif method == DQN1:
         out = dqn_train(env_fn, DQNParams(**p["dqn1"]), steps, seed)
     else:
-        out = minatar_dqn_train(env_fn, MinAtarDQNParams(**p["dqn"]), steps, seed)
+        from memrl.engines import minatar_dqn  # pins XLA and this process's core first
+
+        out = minatar_dqn.train(env_fn, MinAtarDQNParams(**p["dqn"]), steps, seed)
     row = log_row(out, steps, p["curve_points"])
     late = window_mean(
         row["episode_returns"], row["episode_lengths"], int((1 - p["late_fraction"]) * steps), steps
@@ -226,8 +228,8 @@ def grid(cfg: ExperienceReplayParams) -> list[JobSpec]:
     rae = cfg.rae.model_dump(mode="json")
     h, r, pd_ = cfg.her, cfg.rae, cfg.per_dqn
 
-    def job(fn: str, cost: float, label: str, **kw: Any) -> JobSpec:
-        return JobSpec(f"{HERE}:{fn}", kw, cost, label=label)
+    def job(fn: str, cost: float, label: str, engine: str = "", **kw: Any) -> JobSpec:
+        return JobSpec(f"{HERE}:{fn}", kw, cost, label=label, engine=engine)
 
     out = []
     for k, f in q_replay_configs(cfg.q_replay):
@@ -300,6 +302,7 @@ def grid(cfg: ExperienceReplayParams) -> list[JobSpec]:
                         "stream_job",
                         cost[m] * p["total_timesteps"],
                         f"{m} · {env_id} · seed {s}",
+                        engine="xla" if m == DQN_REPLAY else "",
                         seed=s,
                         env_id=env_id,
                         method=m,
