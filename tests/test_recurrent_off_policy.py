@@ -345,8 +345,9 @@ def test_grid_has_one_job_per_run_and_the_timing():
 
 
 def test_every_job_function_runs_its_smoke_job():
-    """One smoke job per job function of the family (SAC, SAC-prev, RPPO, PPO-LSTM, RSAC,
-    RTD3, SACD, the timing, the memory card), run in this process: each returns its row."""
+    """One smoke job per job function of the family (SAC, SAC-prev, RPPO, PPO-LSTM, PPO on
+    POPGym, RSAC, RTD3, SACD, the timing, the memory card), run in this process: each returns
+    its row."""
     from memrl import families
     from memrl.families import load_family
     from memrl.jobs import resolve
@@ -356,7 +357,7 @@ def test_every_job_function_runs_its_smoke_job():
     for s in sorted(specs, key=lambda s: s.cost):
         if ".jobs:" in s.fn and s.fn not in first:
             first[s.fn] = s
-    assert len(first) == 9, sorted(first)
+    assert len(first) == 10, sorted(first)
     for spec in first.values():
         row = resolve(spec.fn)(**spec.kwargs)
         assert isinstance(row, dict) and row, spec.name

@@ -17,15 +17,14 @@ import pandas as pd
 
 from memrl.families.recurrent_off_policy.floor_arms import comparator, floor_arms, walk_floor
 from memrl.families.recurrent_off_policy.params import RecurrentOffPolicyParams, parse_method
+from memrl.families.recurrent_off_policy.popgym_claims import popgym_scale, ro_5, ro_8, ro_12
 from memrl.families.recurrent_off_policy.statements import (
     EVALS,
     RO_1,
     RO_2,
     RO_3,
     RO_4,
-    RO_5,
     RO_7,
-    RO_8,
     RO_10,
     STEPS,
 )
@@ -363,30 +362,6 @@ def ro_4(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
     )
 
 
-def ro_5(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult | None:
-    sd = cfg.sacd_popgym
-    return _head_to_head(
-        cfg,
-        runs,
-        floors,
-        RO_5,
-        "SACD-FFM",
-        "SACD-GRU",
-        matches=True,
-        deviations=[
-            "recurrent SAC-discrete instead of the paper's PPO on POPGym (the FFM authors' "
-            "SAC-discrete runs are pomdp-baselines' CartPole-V: gamma 0.9, lr 3e-4, target "
-            "entropy 0.7 log|A|, which we use)",
-            f"gamma {sd.gamma:g}, target entropy {sd.target_entropy_ratio:g} log|A|, "
-            f"hidden {sd.hidden_size}, FFM m={sd.ffm_memory} c={sd.ffm_context} "
-            f"(paper: hidden 256, m 32, c 4), sequences of {sd.seq_len} steps (reference: "
-            f"whole episodes), {sd.gradient_steps / sd.train_freq:g} updates per env step",
-        ],
-        coverage_complete=False,
-        coverage_note="{n} POPGym task(s) at Easy (paper: all 15, 3 levels)",
-    )
-
-
 def ro_7(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult | None:
     tm = runs.tmaze
     if not len(tm):
@@ -447,28 +422,6 @@ def ro_7(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
         trends=trends(RO_7, comps, series, tm.checkpoints.iloc[0], cfg.bootstrap_reps),
         trend_note=EVALS.replace("mean return", "success"),
         floor_reason="" if any(c.floor for c in comps) else NO_FLOOR_RUNS,
-    )
-
-
-def ro_8(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult | None:
-    sd = cfg.sacd_popgym
-    return _head_to_head(
-        cfg,
-        runs,
-        floors,
-        RO_8,
-        "SACD-S5",
-        "SACD-GRU",
-        deviations=[
-            "recurrent SAC-discrete (the FFM authors' POPGym settings, as RO-5) instead of the "
-            "paper's PPO; S5 and GRU in the same agent",
-            f"one S5 layer of width {sd.hidden_size} with {sd.hidden_size // 2} complex states "
-            "(popjaxrl: 4 layers of 256, 128 states), GRU "
-            f"{sd.hidden_size} (popjaxrl: 256); sequences of {sd.seq_len} steps that never "
-            "cross an episode, so the in-scan reset (built and tested) is not exercised",
-        ],
-        coverage_complete=False,
-        coverage_note="{n} POPGym task(s) at Easy (paper: their POPGym subset, 3 levels)",
     )
 
 
@@ -545,10 +498,11 @@ def ro_10(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult
     )
 
 
-CLAIMS = (ro_1, ro_2, ro_3, ro_4, ro_5, ro_6, ro_7, ro_8, ro_9, ro_10, ro_11)
+CLAIMS = (ro_1, ro_2, ro_3, ro_4, ro_5, ro_6, ro_7, ro_8, ro_9, ro_10, ro_11, ro_12)
 
 
 SCALED = (ro_1, ro_2, ro_3)  # run recurrent SAC/TD3 at our scale: said first in their deviations
+POPGYM_PPO = (ro_5, ro_8, ro_12)  # PPO on POPGym at our scale: said first likewise
 
 
 def claims(
@@ -561,9 +515,10 @@ def claims(
     """Every claim the profile's runs (and floor runs) can test, in order. ``paper`` is the
     ``paper`` profile's section (the caller resolves it, as it resolved ``cfg``): RO-1 to RO-3
     state recurrent SAC/TD3's scale beside it."""
-    scale = _scale(cfg, paper)
+    scale, ppo_scale = _scale(cfg, paper), popgym_scale(cfg, paper)
     out = []
     for f in CLAIMS:
         if (r := f(cfg, runs, floors)) is not None:
-            out.append(replace(r, deviations=[scale, *r.deviations]) if f in SCALED else r)
+            first = [scale] if f in SCALED else [ppo_scale] if f in POPGYM_PPO else []
+            out.append(replace(r, deviations=[*first, *r.deviations]) if first else r)
     return out

@@ -204,9 +204,11 @@ def ppo_timing(env_id: str, hp: dict[str, Any], cores: list[str], steps: int, re
 
     from memrl.agents import ppo
     from memrl.envs.registry import make
+    from memrl.memory.cores import CORES
 
     env_fn = partial(make, env_id)
-    ms: dict[str, list[float]] = {f"PPO-{c}": [] for c in cores}
+    label = {c: f"PPO-{CORES[c].label}" for c in cores}
+    ms: dict[str, list[float]] = {label[c]: [] for c in cores}
     threads = th.get_num_threads()
     th.set_num_threads(1)
     try:
@@ -215,13 +217,13 @@ def ppo_timing(env_id: str, hp: dict[str, Any], cores: list[str], steps: int, re
                 p = ppo.PPOParams(**hp | {"core": c})
                 start = time.perf_counter()
                 ppo.train(env_fn, p, steps, r)
-                ms[f"PPO-{c}"].append(1e3 * (time.perf_counter() - start) / steps)
+                ms[label[c]].append(1e3 * (time.perf_counter() - start) / steps)
     finally:
         th.set_num_threads(threads)
     params = {}
     for c in cores:
         net = ppo.ActorCritic(1, 2, ppo.PPOParams(**hp | {"core": c}))
-        params[f"PPO-{c}"] = sum(q.numel() for q in net.parameters())
+        params[f"{label[c]} · per env step"] = sum(q.numel() for q in net.parameters())
     return {"ms": {f"{k} · per env step": v for k, v in ms.items()}, "params": params}
 
 

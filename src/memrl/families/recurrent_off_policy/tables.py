@@ -40,13 +40,21 @@ PLOTS = (
         STEPS,
         RETURN,
     ),
-    Plot(
-        "PositionOnlyCartPoleEasy.csv",
-        "step",
-        ("SACD-GRU", "SACD-FFM", FLOOR),
-        "POPGym PositionOnlyCartPoleEasy: training return (IQM over seeds)",
-        STEPS,
-        RETURN,
+    *(  # POPGym's own envs: PPO with each core (issue 72)
+        Plot(
+            f"{task}.csv",
+            "step",
+            ("PPO-GRU", "PPO-FFM", "PPO-S5", "PPO-LSTM", FLOOR),
+            f"POPGym {task}: PPO training return (IQM over seeds)",
+            STEPS,
+            RETURN,
+        )
+        for task in (
+            "PositionOnlyCartPoleEasy",
+            "RepeatPreviousEasy",
+            "RepeatFirstEasy",
+            "CountRecallEasy",
+        )
     ),
     Plot(
         "tmaze.csv",
