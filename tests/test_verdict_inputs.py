@@ -97,3 +97,63 @@ def test_a_constant_never_clears_a_floor_for_an_arm_at_it() -> None:
     learned = dict(est, **{"DQN": arm([0.2, 0.4, 0.2, 0.4, 0.2], "ER4", "x", statistic="mean")})
     low = _result(learned, [comps[2]], "ER4", effect=effect)
     assert low.outcomes[0].judgement.reason != "floor"  # DQN clears it: judged on the level
+
+
+def test_the_threshold_edge_is_symmetric():
+    """A hold needs the CI above the threshold, a fail below it: mirror images, so a CI that
+    touches the threshold from either side decides nothing (a fail used to take hi <= thr
+    while a hold needed lo > thr), for *beats* (0) and *matches* (−δ) alike; the design's
+    sign test agrees."""
+    from memrl.stats.aggregate import Estimate
+    from memrl.stats.compare import FAILS, HOLDS, UNDECIDED, decided
+    from memrl.stats.design import all_beyond
+
+    for thr in (0.0, -0.3):
+        touch_below, touch_above = (
+            Estimate(thr - 0.5, thr - 1, thr, 5),
+            Estimate(thr + 0.5, thr, thr + 1, 5),
+        )
+        assert decided(touch_below, thr) == decided(touch_above, thr) == UNDECIDED
+        assert decided(Estimate(thr - 0.5, thr - 1, thr - 1e-9, 5), thr) == FAILS
+        assert decided(Estimate(thr + 0.5, thr + 1e-9, thr + 1, 5), thr) == HOLDS
+    at = np.zeros(5)
+    assert all_beyond(at, 0.0, True, 0.0) is None  # every seed at the constant: a tie
+
+
+def test_arms_sharing_items_by_seed_are_resampled_paired_by_seed_and_item():
+    """Evaluation episodes seeded by the run's seed (the T-Maze mazes of RO-10/RO-11): at one
+    seed every arm faces the same episodes, so a shared per-episode difficulty cancels in the
+    difference when seeds and episodes are drawn once for both arms; unpaired, it swamps a
+    real +0.3."""
+    from memrl.stats.bootstrap import difference, paired, paired_by_seed
+
+    rng = np.random.default_rng(7)
+    hard = rng.normal(0.0, 1.0, (6, 40)) + rng.normal(0.0, 1.0, (6, 1))  # by seed and episode
+    a_items = hard + 0.3 + rng.normal(0.0, 0.05, hard.shape)
+    b_items = hard + rng.normal(0.0, 0.05, hard.shape)
+    kw = {"shared": "the mazes of each seed", "per_seed": True}
+    a, b = (arm(None, "PS", k, items=list(v), **kw) for k, v in (("a", a_items), ("b", b_items)))
+    assert paired_by_seed(a, b) and not paired(a, b)
+    d = difference(a, b, True, 1)
+    assert 0.2 < d.ci_low < 0.3 < d.ci_high < 0.4
+    ua, ub = (arm(None, "PS", k, items=list(v)) for k, v in (("a", a_items), ("b", b_items)))
+    assert not paired_by_seed(ua, ub)
+    u = difference(ua, ub, True, 1)
+    assert u.ci_low < 0 < u.ci_high  # the shared difficulty left in: undecided
+
+
+def test_a_deterministic_method_entered_per_seed_is_one_run():
+    """8 item-for-item copies of one run on a shared item set (AgentFly's deterministic arms)
+    are one run, its 8 entries said (``repeats``); a copy of another arm on each entry is
+    counted on all 8; runs that differ stay seeds."""
+    from memrl.stats.bootstrap import copied_runs
+
+    one = [1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 0.0, 1.0]
+    tasks = "the test tasks"
+    det = arm(None, "DET", "det", items=[one] * 8, shared=tasks)
+    assert (det.n, det.repeats, det.entered, det.as_dict()["repeats"]) == (1, 8, 8, 8)
+    base = arm(None, "DET", "base", items=[one], shared=tasks)
+    assert copied_runs(det, base) == 8
+    other = [0.0, 1.0, 1.0, 1.0, 0.0, 1.0, 0.0, 1.0]
+    varied = arm(None, "DET", "varied", items=[one, other] * 4, shared=tasks)
+    assert (varied.n, varied.repeats) == (8, 1)

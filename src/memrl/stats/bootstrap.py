@@ -54,6 +54,10 @@ class Arm:
     items: tuple[tuple[float, ...], ...] = ()
     clusters: tuple[tuple[int, ...], ...] = ()
     shared: str = ""  # the item set it is scored on: arms naming the same one are paired
+    # the item set differs by seed but is the same for every arm at one seed (evaluation
+    # episodes seeded by the run's seed): arms naming it are paired by seed and by item
+    per_seed: bool = False
+    repeats: int = 1  # runs of a deterministic method, item for item alike, entered as one
 
     @property
     def iqm(self) -> float:
@@ -72,6 +76,11 @@ class Arm:
         return self.estimate.n
 
     @property
+    def entered(self) -> int:
+        """The runs the grid entered: its seeds, or a deterministic run's repeats."""
+        return self.n * self.repeats
+
+    @property
     def dof(self) -> int:
         """The count the small-sample expansion uses: seeds, or one run's item groups."""
         return self.n if self.n >= 2 or not self.items else len(set(self.clusters[0]))
@@ -81,6 +90,8 @@ class Arm:
         if self.items:
             out["items_per_run"] = [len(i) for i in self.items]
             out["clusters_per_run"] = [len(set(c)) for c in self.clusters]
+        if self.repeats > 1:
+            out["repeats"] = self.repeats  # one run, entered that many times by the grid
         return out if self.statistic == "iqm" else {**out, "statistic": self.statistic}
 
     def __str__(self) -> str:
@@ -147,12 +158,30 @@ def _boot_arm(
     return STATISTICS[statistic](drawn, axis=1)
 
 
+def paired_by_seed(a, b) -> bool:
+    """Two arms whose runs at one seed face the same items (``per_seed``: evaluation
+    episodes seeded by the run's seed), the same ``shared`` set, the same seeds and every
+    run pair with the same item groups: their bootstrap draws the seeds and, within each, the
+    item groups once per replicate for both arms."""
+    if not (isinstance(a, Arm) and isinstance(b, Arm) and a.shared and a.shared == b.shared):
+        return False
+    if not (a.per_seed and b.per_seed and a.items and b.items and a.n == b.n >= 2):
+        return False
+    return all(
+        len(x) == len(y) and cx == cy
+        for x, y, cx, cy in zip(a.items, b.items, a.clusters, b.clusters, strict=True)
+    )
+
+
 def paired(a, b) -> bool:
     """Two arms scored on the same items: the same ``shared`` set, and every run of both
     with the same item groups in the same order. Their bootstrap then draws one set of item
     groups per replicate for every run of both arms (the test set is what both answer), each
-    arm's seeds drawn on their own."""
+    arm's seeds drawn on their own. Arms whose items are shared by seed instead are
+    :func:`paired_by_seed`."""
     if not (isinstance(a, Arm) and isinstance(b, Arm) and a.shared and a.shared == b.shared):
+        return False
+    if a.per_seed or b.per_seed:
         return False
     runs = [*a.clusters, *b.clusters]
     sizes = {len(r) for r in (*a.items, *b.items)}
@@ -174,7 +203,7 @@ def identical(a, b) -> bool:
 
 
 def copied_runs(a, b) -> int:
-    """How many of ``a``'s runs equal ``b``'s item by item (``b``'s run at the same seed, or
+    """How many of ``a``'s entered runs equal ``b``'s item by item (``b``'s run at the same seed, or
     its one run where ``b`` is deterministic), both scored on the same items: a policy that
     collapsed onto another on those seeds. A run whose items all score alike (every question
     right, every task at the maximum) is a tie at an edge, not a copy, and never counts."""
@@ -183,9 +212,10 @@ def copied_runs(a, b) -> int:
     if not a.shared or a.shared != b.shared or b.n not in (1, a.n):
         return 0
     theirs = b.items * a.n if b.n == 1 else b.items
-    return sum(
+    same = sum(
         mine == other and len(set(mine)) > 1 for mine, other in zip(a.items, theirs, strict=True)
     )
+    return same * a.repeats  # a run entered several times copies on each of them
 
 
 def _exact(k: int, n: int, level: float = LEVEL) -> tuple[float, float]:
@@ -275,6 +305,7 @@ def arm(
     items: Sequence[Sequence[float]] | None = None,
     clusters: Sequence[Sequence] | None = None,
     shared: str = "",
+    per_seed: bool = False,
 ) -> Arm:
     """The IQM (or ``statistic``: ``"mean"``) of ``values`` (one per seed) with its
     expanded-percentile bootstrap 95% CI, seeded by ``(claim_id, name)``: the same values
@@ -284,7 +315,11 @@ def arm(
     None), ``clusters`` their groups: the bootstrap resamples items within seeds too. One run
     needs its items (a deterministic method: its interval is over its items alone; binary
     items without groups get the exact Clopper–Pearson interval). ``shared``: the item set
-    (arms naming the same one are resampled paired, :func:`paired`)."""
+    (arms naming the same one are resampled paired, :func:`paired`); ``per_seed``: that set
+    differs by seed, the same for every arm at one seed (paired by seed,
+    :func:`paired_by_seed`). Runs on one shared item set that are all alike item for item
+    are one deterministic run entered several times: the arm is that one run (``repeats``
+    says how many were entered), never copies counted as seeds."""
     label = f"{claim_id} · {name}"
     runs, groups = _runs_items(items, clusters, label)
     if values is None:
@@ -298,6 +333,9 @@ def arm(
         raise ValueError(f"{label}: a confidence interval needs >= 2 seeds (or one run's items)")
     if not np.isfinite(x).all():
         raise ValueError(f"{label}: values must be finite")
+    repeats = 1
+    if shared and not per_seed and len(runs) >= 2 and len(set(zip(runs, groups, strict=True))) == 1:
+        repeats, runs, groups, x = len(runs), runs[:1], groups[:1], x[:1]
     # the arm without its interval yet: what the bootstrap resamples
     side = Arm(
         tuple(float(v) for v in x),
@@ -306,6 +344,8 @@ def arm(
         runs,
         groups,
         shared if runs else "",
+        per_seed and bool(runs),
+        repeats,
     )
     point = float(STATISTICS[statistic](x))
     binary = (
@@ -369,7 +409,7 @@ def difference(
     interval (what rliable computes). ``statistic``: ``"iqm"`` or ``"mean"`` over seeds (by
     default the arms' own; two arms must agree). ``p_at``: also return the two-sided α at
     which the interval's lower end would reach ``p_at``, and at which its upper end would
-    (the p-values of "above it" and "at or below it", for Holm's step-down)."""
+    (the p-values of "above it" and "below it", for Holm's step-down)."""
     own = {s.statistic for s in (better, worse) if isinstance(s, Arm)}
     if len(own) > 1 or (statistic is not None and own - {statistic}):
         raise ValueError(f"the arms' statistics differ: {sorted(own | {statistic} - {None})}")
@@ -392,7 +432,11 @@ def difference(
             )
     rng = np.random.default_rng(seed)
     reps = max(reps, REPS)
-    if paired(better, worse):  # the same draws of the shared items for both arms
+    if paired_by_seed(better, worse):  # the same seeds and items drawn for both arms
+        plan = _draws(better, rng, reps)
+        da = _boot_arm(better, rng, reps, statistic, plan)
+        db = _boot_arm(worse, rng, reps, statistic, plan)
+    elif paired(better, worse):  # the same draws of the shared items for both arms
         k = len(set(better.clusters[0]))
         shared = rng.integers(0, k, (reps, k))
         da = _boot_arm(better, rng, reps, statistic, _draws(better, rng, reps, shared))
@@ -407,8 +451,9 @@ def difference(
     # equal IQMs differ by rounding noise (1e-17): round it away so a tie reads as 0
     point, lo, hi = (float(np.round(v, 12)) for v in (sign * (pa - pb), lo, hi))
     if p_at is not None:  # the levels at which this interval would just reach ``p_at``
-        below = float(np.mean(np.round(dist, 12) <= p_at))
-        return Estimate(point, lo, hi, n), _alpha(below, n, expand), _alpha(1 - below, n, expand)
+        at = np.round(dist, 12)  # the tails on each side, the threshold counted in both
+        below, above = float(np.mean(at <= p_at)), float(np.mean(at >= p_at))
+        return Estimate(point, lo, hi, n), _alpha(below, n, expand), _alpha(above, n, expand)
     return Estimate(point, lo, hi, n)
 
 

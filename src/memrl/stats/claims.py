@@ -173,16 +173,14 @@ class PaperEffect:
             def move(x: float) -> float:
                 return x + step
 
-        if isinstance(side, Arm):
+        if isinstance(side, Arm):  # pairing, per-seed items and repeats kept
             e = side.estimate
             lo, hi = sorted((move(e.ci_low), move(e.ci_high)))
-            return Arm(
-                tuple(move(v) for v in side.values),
-                Estimate(move(e.iqm), lo, hi, e.n),
-                side.statistic,
-                tuple(tuple(move(v) for v in run) for run in side.items),
-                side.clusters,
-                side.shared,
+            return replace(
+                side,
+                values=tuple(move(v) for v in side.values),
+                estimate=Estimate(move(e.iqm), lo, hi, e.n),
+                items=tuple(tuple(move(v) for v in run) for run in side.items),
             )
         lo, hi = sorted((move(side.ci_low), move(side.ci_high)))
         return Estimate(move(side.iqm), lo, hi, side.n)

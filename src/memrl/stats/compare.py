@@ -7,10 +7,10 @@ that d > 0 is the paper's way, with a 95% CI from a bootstrap over the seeds of 
 items within each seed are resampled too, and a deterministic method is one run whose
 interval comes from its items alone):
 
-- **beats** holds when the CI lies above 0, fails when it lies at or below 0 (no positive
-  difference inside it: a loss, or an exact tie);
+- **beats** holds when the CI lies above 0, fails when it lies below 0 (the mirror image:
+  a CI that touches 0 from either side decides nothing);
 - **matches or beats** is an equivalence (non-inferiority) test with a declared margin δ:
-  it holds when the CI's lower end is above −δ, fails when its upper end is at or below −δ;
+  it holds when the CI's lower end is above −δ, fails when its upper end is below −δ;
 - otherwise the comparison is *undecided*; it is undecided too, whatever its CI, when
   neither arm clears the claim's **floor** (a policy with no learning or no knowledge) or
   neither lies below its **ceiling** (the task's maximum: a tie at the top), each decided
@@ -256,8 +256,9 @@ def judge(
 
 def decided(d: Estimate, threshold: float) -> str:
     """The difference's CI against ``threshold`` (0 for *beats*, −δ for *matches*): above it
-    holds, at or below it fails, across it undecided."""
-    return HOLDS if d.ci_low > threshold else FAILS if d.ci_high <= threshold else UNDECIDED
+    holds, below it fails (mirror images: flipping the sign swaps them), touching or across
+    it undecided."""
+    return HOLDS if d.ci_low > threshold else FAILS if d.ci_high < threshold else UNDECIDED
 
 
 def holm(judgements: Sequence[Judgement], alpha: float = 1 - LEVEL) -> list[Judgement]:

@@ -39,5 +39,7 @@ def collapsed(estimates: Mapping[str, Any], comparisons: Sequence[Any]) -> list[
         for b, other in estimates.items():
             k = copied_runs(est, other) if b != a and {a, b} not in whole else 0
             if k:
-                out.append(f"{a} scores as {b} on each of {est.shared} on {k} of {est.n} seeds")
+                out.append(
+                    f"{a} scores as {b} on each of {est.shared} on {k} of {est.entered} seeds"
+                )
     return out

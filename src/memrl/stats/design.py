@@ -75,7 +75,7 @@ def seeds_for_design(better, worse, level: float = LEVEL, threshold: float = 0.0
         if share is not None:
             c, s = share[2], share[3]
             ends = [sorted(s * (v - c) for v in _exact(k, n)) for k in (0, n)]
-            if any(lo > threshold or hi <= threshold for lo, hi in ends):
+            if any(lo > threshold or hi < threshold for lo, hi in ends):
                 return n
         elif smallest_p(n, n if two else None) <= (1 - level) / 2:
             return n
@@ -118,7 +118,7 @@ def seeds_for_power(
         ks = np.arange(n + 1)
         lo_hi = np.array([_exact(int(k), n) for k in ks])
         d = np.sort(s * (lo_hi - c), axis=1)
-        hit = (d[:, 0] > threshold) | (d[:, 1] <= threshold)
+        hit = (d[:, 0] > threshold) | (d[:, 1] < threshold)
         return float(np.sum(stats.binom.pmf(ks, n, q)[hit]))
 
     def rate(n: int) -> float:
@@ -142,7 +142,7 @@ def seeds_for_power(
                 boot.append(STATISTICS[statistic](np.take_along_axis(x, idx, axis=2), axis=2))
             dist = sign * (np.asarray(boot[0]) - np.asarray(boot[1]))
             lo, hi = np.quantile(dist, [t, 1 - t], axis=-1)
-            hits += int(np.sum(((lo > threshold) | (hi <= threshold)) & (hi > lo)))
+            hits += int(np.sum(((lo > threshold) | (hi < threshold)) & (hi > lo)))
         return hits / experiments
 
     now = max((n for n in (units(better), units(worse)) if n), default=1)
@@ -159,7 +159,7 @@ def seeds_for_power(
 
 def all_beyond(better, worse, higher_is_better: bool, threshold: float) -> bool | None:
     """One side seeds and the other a constant: True when every seed's difference lies
-    beyond ``threshold``, False when every one lies at or below it, else (or for two arms)
+    beyond ``threshold``, False when every one lies below it, else (or for two arms)
     None: the sign test's view of seeds that all land on one value."""
     a, b = _sample(better)[0], _sample(worse)[0]
     if (a is None) == (b is None) or units(better if a is not None else worse) is None:
@@ -168,7 +168,7 @@ def all_beyond(better, worse, higher_is_better: bool, threshold: float) -> bool 
     d = sign * (a - _sample(worse)[1]) if a is not None else sign * (_sample(better)[1] - b)
     if np.all(d > threshold):
         return True
-    return False if np.all(d <= threshold) else None
+    return False if np.all(d < threshold) else None
 
 
 def decidable(better, worse, threshold: float, higher_is_better: bool) -> bool:
@@ -180,7 +180,7 @@ def decidable(better, worse, threshold: float, higher_is_better: bool) -> bool:
         _, n, c, s = share
         for k in (0, n):
             lo, hi = sorted(s * (v - c) for v in _exact(k, n))
-            if lo > threshold or hi <= threshold:
+            if lo > threshold or hi < threshold:
                 return True
         return False
     return design_p(better, worse) <= (1 - LEVEL) / 2
