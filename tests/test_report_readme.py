@@ -134,3 +134,23 @@ def test_the_smoke_report_says_what_smoke_is_and_which_claims_it_lacks(tmp_path)
         "RO-99 is missing: not built: this profile's grid lacks the runs it needs (methods " in text
     )
     assert "leaves out b, c" in text
+
+
+def test_a_claims_strip_plot_draws_every_seed_of_every_arm():
+    """The claim page's arms: one dot per seed (6 + 6 + 5 here), a constant as a diamond."""
+    row = {
+        "metric": "return",
+        "comparisons": [{"floor": "floor"}],
+        "estimates": {
+            "a": {"iqm": 1.0, "ci_low": 0.5, "ci_high": 1.5, "n": 6, "values": [1.0] * 6},
+            "b": {"iqm": 0.0, "ci_low": -0.5, "ci_high": 0.5, "n": 6, "values": [0.0] * 6},
+            "floor": {"iqm": -1.0, "ci_low": -1.2, "ci_high": -0.8, "n": 5, "values": [-1.0] * 5},
+            "paper: 2": {"iqm": 2.0, "ci_low": 2.0, "ci_high": 2.0, "n": 0, "values": []},
+        },
+    }
+    fig = plots.arms_strip(row)
+    dots = [ln for ln in fig.axes[0].lines if ln.get_marker() == "o"]
+    assert sum(len(ln.get_xdata()) for ln in dots) == 17
+    assert [ln.get_xdata()[0] for ln in fig.axes[0].lines if ln.get_marker() == "D"] == [2.0]
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels == ["paper: 2 (constant)", "floor (5)", "b (6)", "a (6)"]
