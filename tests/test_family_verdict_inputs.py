@@ -1,7 +1,10 @@
 """Issue 71's verdict inputs in the recurrent, episodic-control and experience-replay
-families, on fabricated runs: DQN's learnability judged on its full run (EC-1, EC-4)."""
+families, on fabricated runs: DQN's learnability judged on its full run (EC-1, EC-4), the
+T-Maze arms paired by seed (RO-10, RO-11), ER-4's level against arms at the floor."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -65,3 +68,30 @@ def test_dqn_learns_on_its_full_run_not_inside_the_early_window():
         assert r.decision.category == INCONCLUSIVE and r.decision.reason == "learner"
         assert "DQN · " in r.verdict and "does not learn in its own full run" in r.verdict
         assert any(lc["passed"] is False for lc in r.to_row()["learners"])
+
+
+def test_tmaze_arms_at_one_seed_share_their_mazes_and_are_paired_by_seed():
+    """RO-10's card cores and RO-11's arms are scored on the same mazes at one seed (the
+    card job seeds episode i of seed s as 10**6 (s + 1) + i): paired by seed and maze, runs
+    in seed order whatever the store's order."""
+    from memrl.families.recurrent_off_policy import claims as ro
+    from memrl.families.recurrent_off_policy.statements import RO_10
+    from memrl.families.recurrent_off_policy.truncation_claims import _arm
+    from memrl.stats.bootstrap import paired_by_seed
+
+    cfg = cfg_of("recurrent_off_policy")
+    rng = np.random.default_rng(3)
+    runs = [
+        {"arm": a, "core": a.lower(), "seed": s, "episodes": {"12": list(rng.random(20) < 0.7)}}
+        for s in (2, 0, 1)
+        for a in ("GRU", "LSTM")
+    ]
+    for r in runs:
+        r["episodes"]["12"] = [float(v) for v in r["episodes"]["12"]]
+        r["success"] = {"12": float(np.mean(r["episodes"]["12"]))}
+    (_, g), (_, lstm) = (_arm(cfg, runs, a, 12) for a in ("GRU", "LSTM"))
+    assert paired_by_seed(g, lstm)
+    first = next(r for r in runs if r["arm"] == "GRU" and r["seed"] == 0)["episodes"]["12"]
+    assert list(g.items[0]) == first  # seed order
+    (_, cg), (_, cl) = (ro._card_arm(cfg, runs, c, 12, RO_10) for c in ("gru", "lstm"))
+    assert paired_by_seed(cg, cl) and not paired_by_seed(cg, replace(g, per_seed=False))

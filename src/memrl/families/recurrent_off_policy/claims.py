@@ -30,7 +30,7 @@ from memrl.families.recurrent_off_policy.statements import (
 )
 from memrl.families.recurrent_off_policy.tables import Runs
 from memrl.families.recurrent_off_policy.timing_claims import ro_6, ro_9
-from memrl.families.recurrent_off_policy.truncation_claims import ro_11
+from memrl.families.recurrent_off_policy.truncation_claims import mazes, ro_11
 from memrl.schema import beside_paper
 from memrl.stats.aggregate import reference
 from memrl.stats.bootstrap import arm
@@ -427,11 +427,12 @@ def ro_7(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
 
 def _card_arm(cfg: RecurrentOffPolicyParams, card: list, core: str, xi: int, claim: Claim):
     """A card core's success at ``xi``: seeds, and the greedy episodes within each seed."""
-    mine = [r for r in card if r["core"] == core]
+    mine = sorted((r for r in card if r["core"] == core), key=lambda r: r["seed"])
     items = [r["episodes"][str(xi)] for r in mine] if mine and "episodes" in mine[0] else None
     vals = None if items else [r["success"][str(xi)] for r in mine]
     name = f"{core.upper()} · xi={xi}"
-    return name, arm(vals, claim.claim_id, name, cfg.bootstrap_reps, items=items)
+    pair = mazes(xi) if items else {}  # the same mazes for every core at one seed
+    return name, arm(vals, claim.claim_id, name, cfg.bootstrap_reps, items=items, **pair)
 
 
 def _trained(c: Any) -> tuple[list[int], list[int]]:

@@ -49,10 +49,18 @@ RECALLS = "recalls past K"  # an arm's share of seeds recalling the cue at a jud
 
 def _arm(cfg: RecurrentOffPolicyParams, runs: list[dict[str, Any]], name: str, xi: int):
     """An arm's success at ``xi``: its seeds, and the greedy episodes within each."""
-    mine = [r for r in runs if r["arm"] == name]
+    mine = sorted((r for r in runs if r["arm"] == name), key=lambda r: r["seed"])
     items = [r["episodes"][str(xi)] for r in mine]
     label = f"{name} · xi={xi}"
-    return label, arm(None, RO_11.claim_id, label, cfg.bootstrap_reps, items=items)
+    # every arm at one seed faces the same mazes (jobs.card_job seeds them by the run's seed)
+    return label, arm(None, RO_11.claim_id, label, cfg.bootstrap_reps, items=items, **mazes(xi))
+
+
+def mazes(xi: int) -> dict[str, Any]:
+    """The item set of a card or truncation arm at ``xi``: the greedy episodes' mazes, the
+    same for every arm at one seed (``jobs.card_job``: env ``i`` seeded ``10**6 (seed + 1) +
+    i``), different between seeds: paired by seed and episode."""
+    return {"shared": f"the T-Maze mazes of each seed at xi={xi}", "per_seed": True}
 
 
 def recalls(runs: list[dict[str, Any]], name: str, judged: list[int]) -> list[float]:
