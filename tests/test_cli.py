@@ -213,3 +213,63 @@ def test_a_reader_that_leaves_early_is_no_error():
 def test_report_and_site_take_a_profile_like_every_verb(capsys):
     assert main(["report", "--profile", "nope"]) == 2
     assert "unknown profile 'nope'" in capsys.readouterr().err
+
+
+def test_an_unknown_job_names_the_nearest_labels_not_all(capsys):
+    """'Cliffwalk n=3 uniformm' (a typo) lists the labels nearest it, not all 30."""
+    args = ["run", "experience_replay", "Cliffwalk n=3 uniformm", "--profile", "smoke"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    listed = [x.strip() for x in err.splitlines() if x.startswith("  ")]
+    assert "nearest" in err and listed[0] == "Cliffwalk n=3 uniform" and len(listed) <= 5
+    assert "`python -m memrl list experience_replay` lists all 30" in err
+
+
+@pytest.mark.parametrize("seed", ["-1", "x"])
+def test_a_bad_seed_is_one_memrl_line_not_argparses_usage(seed, capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["run", "experience_replay", "PER", "--profile", "smoke", "--seed", seed])
+    err = capsys.readouterr().err
+    assert done.value.code == 2 and "usage:" not in err and len(err.strip().splitlines()) == 1
+    assert err.startswith("memrl: run: argument --seed: a seed is") and "seeds=0" not in err
+
+
+def test_a_seed_above_the_profiles_says_how_to_run_it(capsys):
+    assert main(["run", "experience_replay", "PER", "--profile", "smoke", "--seed", "4"]) == 2
+    assert "its seeds: [0, 1] (`--set seeds=5` runs seeds 0 to 4)" in capsys.readouterr().err
+
+
+def test_list_prices_every_job_group(capsys):
+    assert main(["list", "experience_replay", "--profile", "smoke"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    groups = [x for x in lines if x.startswith("  ")]
+    assert groups and all(" x ~" in x and x.endswith("core-s a job") for x in groups)
+    assert lines[-1].startswith("total ~") and "core-s" in lines[-1]
+
+
+def test_run_announces_its_length_and_price_and_shows_its_progress(capsys, monkeypatch):
+    """`run` says the job's budget and price before it starts; its bar measures CPU time
+    against that price: a percentage, the price, and the share of the budget ("~")."""
+    import threading
+    import time
+
+    from memrl import families, onejob
+
+    fam = families.get("recurrent_off_policy")
+    specs = fam.grid(families.load_family(fam.name, "smoke"))
+    spec = onejob.select(specs, "RSAC-LSTM Pendulum-V", 0)
+    assert onejob.budget(spec) == ("env steps", spec.kwargs["total_timesteps"])
+    price, source = onejob.price_of(fam.name, "smoke", spec)
+    assert price is not None and price > 0 and ("priced" in source or "took" in source)
+    monkeypatch.setenv("MEMRL_PROGRESS", "1")
+    stop = threading.Event()
+    bar = threading.Thread(target=onejob._progress, args=(spec.name, 4.0, ("env steps", 600), stop))
+    bar.start()
+    end = time.process_time() + 1.5
+    while time.process_time() < end:  # burn CPU: the bar follows this process's CPU time
+        pass
+    time.sleep(1.2)
+    stop.set()
+    bar.join()
+    err = capsys.readouterr().err
+    assert "/4 core-s" in err and "%" in err and "of 600 env steps" in err

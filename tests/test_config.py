@@ -177,3 +177,29 @@ def test_memrl_repro_reads_params_yaml_once(monkeypatch, capsys):
     assert cli.main(["repro", "--profile", "smoke"]) == 0
     assert config._parse.cache_info().misses == 1
     assert config._parse.cache_info().hits >= 5  # the layers that asked again
+
+
+def test_a_wrong_value_in_params_yaml_names_its_line(tmp_path):
+    """A wrong type names the key and the line it was written on, in the profile's block
+    where it was set there; a renamed key is one line ("did you mean"), with neither its
+    new name's "Field required" nor the section it sits in dumped."""
+    from memrl.families import load_family
+    from memrl.runtime import repo_root
+
+    lines = (repo_root() / "params.yaml").read_text().splitlines()
+    at = next(i for i, x in enumerate(lines) if x.strip().startswith("p_forward:"))
+    renamed = next(i for i, x in enumerate(lines) if x.strip().startswith("eval_every:"))
+    assert renamed > at  # both in experience replay's q_replay block
+    lines[at] = lines[at].replace("p_forward:", "p_forward: high #")
+    lines[renamed] = lines[renamed].replace("eval_every:", "eval_evry:")
+    path = tmp_path / "params.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ConfigError) as err:
+        load_family("experience_replay", "smoke", path)
+    text = str(err.value)
+    assert f"experience_replay.q_replay.p_forward (params.yaml:{at + 1}): Input should be" in text
+    assert (
+        f"experience_replay.q_replay.eval_evry (params.yaml:{renamed + 1}): Extra inputs are "
+        "not permitted; did you mean 'eval_every'? ('eval_every' is required and missing)"
+    ) in text
+    assert "Field required" not in text and "{" not in text  # no section dumped

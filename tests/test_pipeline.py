@@ -339,3 +339,106 @@ def test_a_runs_stage_committed_part_way_resumes_and_a_complete_one_reruns_nothi
     assert sorted(p.name for p in (tmp_path / "store").iterdir()) == ["a", "b", "c"]
     dvc("repro", "-q")  # nothing left: the runs stage is called, the notebook is not
     assert (tmp_path / "calls").read_text() == "3 "
+
+
+def test_a_notebook_on_its_own_reads_the_pipelines_store_and_runs_only_what_it_lacks(
+    tmp_path, monkeypatch, capsys
+):
+    """Opened on its own (no ``runs_dir``), a notebook reads the runs stage's store of its
+    profile, pulled when absent, and runs only the jobs it lacks, priced, into the cache;
+    nothing when the store has them all (the default profile's published runs), every job
+    under MEMRL_RECOMPUTE=1 (nbval: `verify --cached` then has them all to compare)."""
+    from memrl import estimate
+
+    specs = [JobSpec("toy_jobs:square", {"x": i}, label=f"square {i}") for i in range(4)]
+    published = RunStore(tmp_path / "pipeline")
+
+    class Toy:  # a family's shape: its grid, its stores
+        name = "toy"
+
+        def grid(self, cfg):
+            return specs
+
+        def runs_dir(self, profile):
+            return str(published.root)  # absolute: repo_root() / it is it
+
+        def preflight(self, cfg):
+            pass
+
+    pulls = []
+
+    def pull(fam, profile):  # the published store: the first two jobs
+        pulls.append(profile)
+        for s in specs[:2]:
+            published.save(s, {"x": s.kwargs["x"], "y": -1}, 1.0)
+        return ""
+
+    class Priced:
+        def __init__(self, family, profile, todo, workers):
+            self.todo = todo
+
+        def summary(self):
+            return f"toy: {len(self.todo)} of {len(self.todo)} jobs to run, ~9 core-s (priced)"
+
+    monkeypatch.setenv("MEMRL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv(runner.RECOMPUTE, raising=False)
+    monkeypatch.setattr(runner, "pull_published", pull)
+    monkeypatch.setattr(estimate, "estimate_family", Priced)
+    cache = RunStore(tmp_path / "cache" / "runs" / "toy" / "default")
+
+    runs = runner.own_runs(Toy(), None, "default", workers=1)
+    assert pulls == ["default"] and [r["y"] for r in runs] == [-1, -1, 4, 9]  # 2 read, 2 run
+    assert sorted(cache.keys()) == sorted(s.key for s in specs[2:])  # the store untouched
+    assert len(published.keys()) == 2
+    out = capsys.readouterr().out
+    assert "2 of 4 jobs read from the pipeline's store" in out and "2 jobs to run here" in out
+    runner.own_runs(Toy(), None, "default", workers=1)  # nothing left: no job, no price
+    out = capsys.readouterr().out
+    assert "2 from this machine's cache" in out and "to run" not in out and pulls == ["default"]
+    monkeypatch.setenv(runner.RECOMPUTE, "1")
+    assert [r["y"] for r in runner.own_runs(Toy(), None, "default", workers=1)] == [0, 1, 4, 9]
+    assert len(cache.keys()) == 4
+
+
+def test_under_papermill_the_price_and_progress_reach_the_terminal(tmp_path):
+    """papermill shows a cell counter only; the executor's bar and a notebook's price line
+    also go to the terminal that started the kernel (ipykernel keeps its stderr there)."""
+    import nbformat
+
+    here, store = str(Path(__file__).parent), str(tmp_path / "store")
+    code = (
+        f"import sys; sys.path.insert(0, {here!r})\n"
+        "import memrl\n"
+        "from memrl.executors import execute, say\n"
+        "from memrl.jobs import JobSpec\n"
+        "from memrl.runs import RunStore\n"
+        "say('toy: 3 jobs to run here, ~1 core-s')\n"
+        "specs = [JobSpec('toy_jobs:square', dict(x=i)) for i in range(3)]\n"
+        f"execute(specs, RunStore({store!r}), workers=1, desc='toybar')\n"
+    )
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(code)]
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nbformat.write(nb, tmp_path / "in.ipynb")
+    papermill = Path(sys.executable).with_name("papermill")
+    done = subprocess.run(
+        [
+            str(papermill),
+            str(tmp_path / "in.ipynb"),
+            str(tmp_path / "out.ipynb"),
+            "--no-progress-bar",
+        ],
+        # ipykernel leaves fd 2 alone within pytest: a kernel as a user's papermill starts it
+        env={k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+        | {"MEMRL_PROGRESS": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    terminal = done.stdout + done.stderr
+    assert "toy: 3 jobs to run here" in terminal and "toybar: 100%" in terminal

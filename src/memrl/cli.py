@@ -293,6 +293,13 @@ def _isa(a: argparse.Namespace) -> int:
     for k, v in pinned.items():
         print(f"  {k}={v}")
     print("computing with: " + ", ".join(f"{k} {v}" for k, v in seen.items()))
+    from memrl.engines import pin  # the accelerated engine's pin (jax is not loaded here)
+
+    one = ", one core a process" if pin.device() == "cpu" else ""
+    vers = ", ".join(f"{k} {v}" for k, v in pin.versions().items())
+    print(f"engine {pin.KEY} (memrl.engines.pin; engine jobs' keys carry it): {vers}{one}")
+    for k, v in pin.environment().items():
+        print(f"  {k}={v}")
     return 0
 
 

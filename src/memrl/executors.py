@@ -47,6 +47,21 @@ class _Both:
             s.flush()
 
 
+class _Fd:
+    """Unbuffered text to a file descriptor: a kernel stopped at the end of a notebook keeps
+    nothing back."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def write(self, text: str) -> int:
+        os.write(self.fd, text.encode("utf-8", "replace"))
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
 _TERMINAL: list[Any] = []
 
 
@@ -59,10 +74,12 @@ def terminal() -> Any:
     if not type(err).__module__.startswith("ipykernel"):
         return err
     if not _TERMINAL:
-        try:
-            _TERMINAL.append(os.fdopen(os.dup(err.fileno()), "w", buffering=1))
-        except (OSError, ValueError, AttributeError):
-            return err
+        try:  # ipykernel's copy of the terminal's stderr, when it captures fd 2 (its default)
+            _TERMINAL.append(_Fd(err.fileno()))
+        except (OSError, ValueError, AttributeError):  # else fd 2 is the terminal still
+            if sys.__stderr__ is None:
+                return err
+            _TERMINAL.append(_Fd(sys.__stderr__.fileno()))
     return _Both(err, _TERMINAL[0])
 
 
@@ -72,7 +89,6 @@ def say(text: str) -> None:
     out = terminal()
     if isinstance(out, _Both):
         out.streams[1].write(text + "\n")
-        out.streams[1].flush()
 
 
 # =========================================================================== running one job

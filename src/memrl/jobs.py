@@ -53,6 +53,9 @@ def _check_json(value: Any, where: str) -> None:
     )
 
 
+ENGINES = ("", "xla")  # "" = the torch/numpy agents; "xla" = memrl.engines (JAX)
+
+
 @functools.cache
 def _device() -> str:
     """Where this machine's jobs run their torch work (:func:`memrl.runtime.get_device`),
@@ -75,6 +78,8 @@ class JobSpec:
     :param gpu: ask the executor for a GPU when the machine or cluster has one
     :param alone: a wall-clock measurement: the executor runs it after every other job, with
         no job beside it (two jobs on two cores would time each other's contention)
+    :param engine: ``"xla"`` when the job trains on the accelerated engine
+        (:mod:`memrl.engines`: pinned before it runs, its pin in the key); ``""`` otherwise
     """
 
     fn: str
@@ -84,12 +89,15 @@ class JobSpec:
     label: str = ""
     gpu: bool = False
     alone: bool = False
+    engine: str = ""
 
     def __post_init__(self) -> None:
         if not isinstance(self.fn, str) or ":" not in self.fn:
             raise ValueError(f"fn must be 'module:function', got {self.fn!r}")
         if not isinstance(self.kwargs, Mapping):
             raise TypeError(f"kwargs must be a mapping, got {type(self.kwargs).__name__}")
+        if self.engine not in ENGINES:
+            raise ValueError(f"engine must be one of {ENGINES}, got {self.engine!r}")
         _check_json(dict(self.kwargs), f"{self.fn} kwargs")
         # a frozen, canonical copy: later changes to the caller's dict cannot alter the key
         object.__setattr__(self, "kwargs", json.loads(_canonical(dict(self.kwargs))))
@@ -98,11 +106,16 @@ class JobSpec:
     def key(self) -> str:
         """A stable hash of the function, its arguments, the code fingerprint and the pinned
         instruction set (:mod:`memrl.isa`: other kernels compute other numbers); on a machine
-        with a GPU, its device too (the jobs' torch work runs there)."""
+        with a GPU, its device too (the jobs' torch work runs there); for an engine job, the
+        engine's pin (:data:`memrl.engines.pin.KEY`: XLA's flags, one core, the versions)."""
         payload = {"fn": self.fn, "kwargs": self.kwargs, "code": self.code, "isa": isa.KEY}
         device = _device()
         if device != "cpu":  # a GPU computes other numbers; the CPU's keys stay as they were
             payload["device"] = device
+        if self.engine:  # other jobs' keys stay as they were
+            from memrl.engines import pin
+
+            payload["engine"] = pin.KEY
         return hashlib.sha256(_canonical(payload).encode()).hexdigest()[:20]
 
     @property
@@ -118,6 +131,7 @@ class JobSpec:
             "label": self.label,
             "gpu": self.gpu,
             "alone": self.alone,
+            **({"engine": self.engine} if self.engine else {}),
         }
 
 

@@ -169,6 +169,8 @@ def rae_job(seed: int, condition: str, p: dict[str, Any], prior_path: str) -> di
 
 
 STREAM, DQN1, DQN_REPLAY = "stream Q(λ)", "DQN1", "DQN"  # the streaming claims' methods
+# core-s per env step on the engine, MinAtar Breakout and SpaceInvaders (benchmarks/engine.py)
+ENGINE_COST = {STREAM: 1.6e-4, DQN1: 2.4e-4}
 
 
 def stream_job(seed: int, env_id: str, method: str, p: dict[str, Any]) -> dict[str, Any]:
@@ -176,13 +178,11 @@ def stream_job(seed: int, env_id: str, method: str, p: dict[str, Any]) -> dict[s
     batch 1 (DQN1), or DQN with replay; its training curve and the mean training return of
     the last ``late_fraction`` of its steps (the paper's curves are training returns). DQN
     with replay is MinAtar's own DQN, on the engine (:mod:`memrl.engines.minatar_dqn`)."""
-    from memrl.agents.contract import log_row
     from memrl.agents.sb3_dqn import DQNParams, MinAtarDQNParams, dqn_train
     from memrl.agents.stream_q import StreamQParams
     from memrl.agents.stream_q import train as stream_train
-    from memrl.envs.registry import make, short_env
+    from memrl.envs.registry import make
     from memrl.runtime import seed_everything
-    from memrl.stats.curves import window_mean
 
     seed_everything(seed)
     steps, env_fn = p["total_timesteps"], partial(make, env_id)
@@ -194,6 +194,41 @@ def stream_job(seed: int, env_id: str, method: str, p: dict[str, Any]) -> dict[s
         from memrl.engines import minatar_dqn  # pins XLA and this process's core first
 
         out = minatar_dqn.train(env_fn, MinAtarDQNParams(**p["dqn"]), steps, seed)
+    return stream_row(out, seed, env_id, method, p)
+
+
+def stream_engine_job(seed: int, env_id: str, method: str, p: dict[str, Any]) -> dict[str, Any]:
+    """:func:`stream_job`'s stream Q(lambda) or DQN1 run on the accelerated engine
+    (:mod:`memrl.engines`: the same algorithms step for step, each step one compiled call;
+    the job's spec says ``engine="xla"``, so its process is pinned before jax loads)."""
+    from memrl.agents.sb3_dqn import DQNParams
+    from memrl.agents.stream_q import StreamQParams
+    from memrl.envs.registry import make
+    from memrl.runtime import seed_everything
+
+    seed_everything(seed)
+    steps, env_fn = p["total_timesteps"], partial(make, env_id)
+    if method == STREAM:
+        from memrl.engines.stream_q import train
+
+        out = train(env_fn, StreamQParams(**p["stream_q"]), steps, seed)
+    elif method == DQN1:
+        from memrl.engines.dqn1 import train
+
+        out = train(env_fn, DQNParams(**p["dqn1"]), steps, seed)
+    else:
+        raise ValueError(f"the engine's streaming arms are {STREAM} and {DQN1}, not {method!r}")
+    return stream_row(out, seed, env_id, method, p)
+
+
+def stream_row(out: Any, seed: int, env_id: str, method: str, p: dict[str, Any]) -> dict:
+    """A streaming-claim run's row: its training curve and log, and the mean training return
+    of the last ``late_fraction`` of its steps."""
+    from memrl.agents.contract import log_row
+    from memrl.envs.registry import short_env
+    from memrl.stats.curves import window_mean
+
+    steps = p["total_timesteps"]
     row = log_row(out, steps, p["curve_points"])
     late = window_mean(
         row["episode_returns"], row["episode_lengths"], int((1 - p["late_fraction"]) * steps), steps
@@ -297,12 +332,15 @@ def grid(cfg: ExperienceReplayParams) -> list[JobSpec]:
                 p = common | {block: getattr(st, block).model_dump(mode="json")}
                 if m == DQN_REPLAY:  # a budget of its own (issue 73: 1M of the paper's 5M)
                     p["total_timesteps"] = st.dqn_timesteps
+                fn, engine = "stream_job", "xla" if m == DQN_REPLAY else ""
+                if m in ENGINE_COST and st.engine == "xla":  # stream Q(lambda), DQN1
+                    fn, engine, cost[m] = "stream_engine_job", "xla", ENGINE_COST[m]
                 out += [
                     job(
-                        "stream_job",
+                        fn,
                         cost[m] * p["total_timesteps"],
                         f"{m} · {env_id} · seed {s}",
-                        engine="xla" if m == DQN_REPLAY else "",
+                        engine=engine,
                         seed=s,
                         env_id=env_id,
                         method=m,

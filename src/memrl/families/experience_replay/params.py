@@ -94,6 +94,10 @@ class StreamParams(StrictModel):
     dqn1: DQNParams
     dqn: MinAtarDQNParams
     dqn_timesteps: PosInt  # the replay DQN's budget (issue 73: >= 20% of the paper's 5M)
+    # where stream Q(lambda) and DQN1 train (for total_timesteps steps): "xla" the accelerated
+    # engine (memrl.engines: the same algorithms step for step, ~10x faster), "torch" the
+    # torch agent and SB3
+    engine: Literal["xla", "torch"] = "xla"
 
     @model_validator(mode="after")
     def _stream_barrier(self) -> StreamParams:

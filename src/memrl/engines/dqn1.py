@@ -1,0 +1,164 @@
+"""DQN with a buffer of 1 and batch 1 ("DQN1", Elsayed, Vasan & Mahmood 2024's stream
+barrier: ER-7's baseline) on the engine: the run :func:`memrl.agents.sb3_dqn.dqn_train`
+makes with ``buffer_size = batch_size = train_freq = 1`` (SB3 2.x ``DQN``, its MinAtar
+network), each update one XLA-compiled call; equal to SB3's update for update
+(``tests/test_engine.py``: the same transitions and initial weights give parameters within
+float rounding over 2,000+ updates).
+
+What SB3's DQN does with a buffer of 1 (``stable_baselines3/dqn/dqn.py``,
+``common/off_policy_algorithm.py``), step ``t`` = 1, 2, ... of the run:
+
+- act: uniformly at random while ``t - 1 < learning_starts``; then epsilon-greedy, epsilon
+  SB3's linear schedule at ``t - 1`` steps done (1 -> ``exploration_final_eps`` over
+  ``exploration_fraction`` of the run: :func:`memrl.agents.sb3_dqn.exploration_schedule`);
+- the transition ``(s, a, r, s', terminated)`` replaces the buffer's one (a timeout is not
+  a termination: SB3's ``handle_timeout_termination``; ``s'`` the true last frame);
+- the target network becomes a copy of the online one when ``t`` is a multiple of
+  ``target_update_interval`` (``_on_step``, before this step's update);
+- when ``t > learning_starts``: one update on that transition: Huber loss
+  (``F.smooth_l1_loss``) of ``Q(s, a)`` against ``r + gamma (1 - terminated) max Q_target(s',
+  .)``, the gradient clipped to global norm ``max_grad_norm`` (SB3's 10: torch's
+  ``clip_grad_norm_``, coefficient ``max_norm / (norm + 1e-6)`` capped at 1), Adam (torch's
+  defaults: betas 0.9, 0.999, eps 1e-8; optax's ``adam``, the same update).
+
+The network is SB3's with the project's MinAtar torso (:func:`memrl.agents.sb3.
+minatar_cnn_extractor`): conv 3x3 (16) -> ReLU -> linear (``net_arch``) -> ReLU -> linear.
+Initial weights: torch's default initialisers in SB3's order (the convolution, then the two
+linear layers) under ``torch.manual_seed(seed)``, as SB3 builds its online network after
+seeding (a test checks they are SB3's).
+
+Deviations from the SB3 run: the exploration draws come from
+``numpy.random.default_rng(seed)`` (SB3 draws from numpy's global generator and the action
+space's, interleaved with its buffer's index draw), so one seed's trajectory is not SB3's;
+float32 arithmetic in XLA's order; the convolution as a product over patches.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memrl.engines.pin import pin
+
+pin()  # before jax loads: XLA's flags and one core (memrl.engines.pin)
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from memrl.agents.contract import NO_EVALS, EnvFn, Evals, TrainLog
+from memrl.agents.sb3_dqn import DQNParams, exploration_schedule
+from memrl.engines.nets import Params, conv3x3, from_torch, linear
+
+MAX_GRAD_NORM = 10.0  # SB3 DQN's max_grad_norm default (dqn.py), which dqn_train keeps
+# SB3's state-dict names (QNetwork: features_extractor.net = conv, ReLU, Flatten; q_net =
+# Linear, ReLU, Linear)
+SB3_NAMES = {"features_extractor.net.0": "conv", "q_net.0": "fc", "q_net.2": "out"}
+TORCH_NAMES = {"0": "conv", "1": "fc", "2": "out"}  # init_params' modules
+
+
+def init_params(obs_shape: tuple[int, ...], n_actions: int, hp: DQNParams, seed: int) -> Params:
+    """SB3's initial online weights for ``seed``: torch's default initialisers, conv first."""
+    import torch as th
+
+    (hidden,) = hp.net_arch
+    c, h, w = obs_shape
+    th.manual_seed(seed)
+    conv = th.nn.Conv2d(c, 16, 3)
+    fc = th.nn.Linear(16 * (h - 2) * (w - 2), hidden)
+    out = th.nn.Linear(hidden, n_actions)
+    return from_torch(th.nn.Sequential(conv, fc, out).state_dict(), TORCH_NAMES)
+
+
+def q_values(params: Params, x: jnp.ndarray) -> jnp.ndarray:
+    """Q(x, .) for frames (N, C, H, W): conv -> ReLU -> linear -> ReLU -> linear."""
+    h = jax.nn.relu(conv3x3(params["conv.weight"], params["conv.bias"], x))
+    h = jax.nn.relu(linear(params["fc.weight"], params["fc.bias"], h.reshape(h.shape[0], -1)))
+    return linear(params["out.weight"], params["out.bias"], h)
+
+
+def huber(x: jnp.ndarray) -> jnp.ndarray:
+    """``F.smooth_l1_loss`` with beta 1, elementwise."""
+    ax = jnp.abs(x)
+    return jnp.where(ax < 1.0, 0.5 * x * x, ax - 0.5)
+
+
+def make_step(hp: DQNParams):
+    """``(params, target, opt_state, s, a, r, s_next, terminated, s_act) -> (params,
+    opt_state, greedy action on s_act)``: one update on the one transition."""
+    opt = optax.adam(hp.learning_rate, b1=0.9, b2=0.999, eps=1e-8)
+
+    def loss(w, target, s, a, r, s_next, terminated):
+        q_next = jnp.max(q_values(target, s_next[None])[0])
+        y = jax.lax.stop_gradient(r + (1.0 - terminated) * hp.gamma * q_next)
+        return huber(q_values(w, s[None])[0, a] - y)
+
+    @jax.jit
+    def step(params, target, opt_state, s, a, r, s_next, terminated, s_act):
+        grads = jax.grad(loss)(params, target, s, a, r, s_next, terminated)
+        norm = jnp.sqrt(sum(jnp.sum(jnp.square(g)) for g in jax.tree.leaves(grads)))
+        coef = jnp.minimum(MAX_GRAD_NORM / (norm + 1e-6), 1.0)
+        grads = jax.tree.map(lambda g: g * coef, grads)
+        updates, opt_state = opt.update(grads, opt_state, params)
+        params = optax.apply_updates(params, updates)
+        return params, opt_state, jnp.argmax(q_values(params, s_act[None])[0])
+
+    return opt, step
+
+
+def greedy_action(params: Params, s: np.ndarray) -> int:
+    return int(jnp.argmax(q_values(params, jnp.asarray(s)[None])[0]))
+
+
+def train(
+    env_fn: EnvFn,
+    hp: DQNParams,
+    total_steps: int,
+    seed: int,
+    evals: Evals = NO_EVALS,
+    final: dict[str, Any] | None = None,
+) -> TrainLog:
+    """DQN1 for ``total_steps`` steps on ``env_fn(seed)``, as SB3's (no greedy evaluation:
+    ``evals`` is not used); ``final``, when given, receives the last weights."""
+    if (hp.buffer_size, hp.batch_size, hp.train_freq, hp.gradient_steps) != (1, 1, 1, 1):
+        raise ValueError("the engine's DQN1 has buffer_size, batch_size, train_freq 1")
+    if hp.tau != 1.0 or hp.train_freq_unit != "step" or len(hp.net_arch) != 1:
+        raise ValueError("the engine's DQN1 copies its target (tau 1) and has one hidden layer")
+    rng = np.random.default_rng(seed)
+    env = env_fn(seed)
+    n_actions = int(env.action_space.n)
+    params = init_params(env.observation_space.shape, n_actions, hp, seed)
+    target = params
+    opt, step = make_step(hp)
+    opt_state = opt.init(params)
+    eps = exploration_schedule(hp, total_steps)
+    returns, lengths, ret, length = [], [], 0.0, 0
+    s, _ = env.reset(seed=seed)
+    greedy = greedy_action(params, s)
+    for t in range(1, total_steps + 1):
+        if t - 1 < hp.learning_starts or rng.random() < eps(1.0 - (t - 1) / total_steps):
+            a = int(rng.integers(n_actions))
+        else:
+            a = greedy
+        obs, r, terminated, truncated, _ = env.step(a)
+        ret, length = ret + float(r), length + 1
+        s_act = obs
+        if terminated or truncated:
+            returns.append(ret)
+            lengths.append(length)
+            ret, length = 0.0, 0
+            s_act, _ = env.reset()
+        if t % hp.target_update_interval == 0:
+            target = params
+        if t > hp.learning_starts:
+            params, opt_state, g = step(
+                params, target, opt_state, s, np.int32(a), np.float32(r), obs,
+                np.float32(terminated), s_act,
+            )  # fmt: skip
+            greedy = int(g)
+        else:
+            greedy = greedy_action(params, s_act)
+        s = s_act
+    if final is not None:
+        final["params"] = {k: np.asarray(v) for k, v in params.items()}
+    return {"episode_returns": returns, "episode_lengths": lengths, "memory_size": 1}

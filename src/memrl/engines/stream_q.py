@@ -1,0 +1,139 @@
+"""Stream Q(λ) on the engine (Elsayed, Vasan & Mahmood 2024; reference:
+mohmdelsayed/streaming-drl, ``stream_q_minatar.py``, ``optim.py``): the algorithm of
+:mod:`memrl.agents.stream_q`, equal to it step for step (``tests/test_engine.py``: the same
+observations and initial weights give parameters within float rounding over 2,000+
+updates), with each step's network work one XLA-compiled call.
+
+One step, as the torch agent's (its docstring has the algorithm and its sources)::
+
+    Q(s, a), grad_theta Q(s, a)         (the action was chosen on Q(s) under these weights)
+    delta = r + gamma (1 - done) max_a' Q(s', a') - Q(s, a)
+    z <- gamma lambda z + grad;  M = alpha kappa max(|delta|, 1) ||z||_1
+    theta <- theta + (alpha / max(M, 1)) delta z;  z <- 0 on a reset (episode end, or a
+                                                   non-greedy action: Watkins's Q(lambda))
+    the greedy action on the next state under the new weights (the next step's choice)
+
+Around it, in Python as in the torch agent: the ``minatar`` package's game (no port: it
+steps at ~81,000 a core-second, ~10x the compiled step, so a JAX MinAtar would buy at most
+~10% here and would have to be checked against the package frame by frame), the online
+normalisation wrappers (:mod:`memrl.envs.stream_normalisation`, float64 as the reference's)
+and the epsilon-greedy draws from ``numpy.random.default_rng(seed)``, drawn as the torch
+agent draws them. The initial weights are the torch agent's own initialiser's
+(:func:`memrl.agents.stream_q.q_network` under ``torch.manual_seed(seed)``), so one seed
+starts both from the same weights and the peer check against the reference (identical
+initial weights) carries over.
+
+Deviations from the torch agent: the TD error and the step size are float32 (the torch
+agent forms them as Python floats, float64); the convolution is a product over patches
+(:func:`memrl.engines.nets.conv3x3`); Q(s) is computed again inside the step rather than
+kept from acting (the same weights, the same value).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+from memrl.engines.pin import pin
+
+pin()  # before jax loads: XLA's flags and one core (memrl.engines.pin)
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from memrl.agents.contract import NO_EVALS, EnvFn, Evals, TrainLog
+from memrl.agents.stream_q import StreamQParams, epsilon
+from memrl.engines.nets import Params, conv3x3, from_torch, layer_norm, leaky_relu, linear
+
+TORCH_NAMES = {"0": "conv", "4": "fc", "7": "out"}  # memrl.agents.stream_q.q_network's layers
+
+
+def init_params(obs_shape: tuple[int, ...], n_actions: int, p: StreamQParams, seed: int) -> Params:
+    """The torch agent's initial weights for ``seed`` (sparse, zero biases)."""
+    import torch as th
+
+    from memrl.agents.stream_q import q_network
+
+    th.manual_seed(seed)
+    return from_torch(q_network(obs_shape, n_actions, p).state_dict(), TORCH_NAMES)
+
+
+def q_values(params: Params, x: jnp.ndarray) -> jnp.ndarray:
+    """Q(x, .) for a batch of frames (N, C, H, W): conv -> LayerNorm -> leaky ReLU -> linear
+    -> LayerNorm -> leaky ReLU -> linear (the reference's MinAtar network)."""
+    h = leaky_relu(layer_norm(conv3x3(params["conv.weight"], params["conv.bias"], x)))
+    h = h.reshape(h.shape[0], -1)
+    h = leaky_relu(layer_norm(linear(params["fc.weight"], params["fc.bias"], h)))
+    return linear(params["out.weight"], params["out.bias"], h)
+
+
+def make_step(p: StreamQParams):
+    """The compiled step: ``(params, traces, s, a, r, s_next, done, reset, s_act) ->
+    (params, traces, greedy action on s_act)``; ``r`` is the scaled reward, ``done`` cuts the
+    bootstrap, ``reset`` the trace. Buffers of ``params`` and ``traces`` are donated."""
+    decay = p.gamma * p.lamda
+
+    @partial(jax.jit, donate_argnums=(0, 1))
+    def step(params, traces, s, a, r, s_next, done, reset, s_act):
+        q_sa, grads = jax.value_and_grad(lambda w: q_values(w, s[None])[0, a])(params)
+        q_next = jnp.max(q_values(params, s_next[None]))
+        delta = r + jnp.where(done, 0.0, p.gamma * q_next) - q_sa
+        traces = jax.tree.map(lambda z, g: decay * z + g, traces, grads)
+        z_sum = sum(jnp.abs(z).sum() for z in jax.tree.leaves(traces))
+        bound = jnp.maximum(jnp.abs(delta), 1.0) * z_sum * p.lr * p.kappa
+        size = jnp.where(bound > 1.0, p.lr / bound, p.lr)
+        params = jax.tree.map(lambda w, z: w + (size * delta) * z, params, traces)
+        traces = jax.tree.map(lambda z: jnp.where(reset, jnp.zeros_like(z), z), traces)
+        return params, traces, jnp.argmax(q_values(params, s_act[None])[0])
+
+    return step
+
+
+def greedy_action(params: Params, s: np.ndarray) -> int:
+    return int(jnp.argmax(q_values(params, jnp.asarray(s)[None])[0]))
+
+
+def train(
+    env_fn: EnvFn,
+    p: StreamQParams,
+    total_steps: int,
+    seed: int,
+    evals: Evals = NO_EVALS,
+    final: dict[str, Any] | None = None,
+) -> TrainLog:
+    """Stream Q(lambda) for ``total_steps`` steps on ``env_fn(seed)``, as
+    :func:`memrl.agents.stream_q.train` (its arguments, its log); ``final``, when given,
+    receives the last weights (``final["params"]``, numpy)."""
+    from memrl.envs.stream_normalisation import NormalizeObservation, ScaleReward
+
+    rng = np.random.default_rng(seed)
+    env = ScaleReward(NormalizeObservation(env_fn(seed)), gamma=p.gamma)
+    n_actions = int(env.action_space.n)
+    params = init_params(env.observation_space.shape, n_actions, p, seed)
+    traces = jax.tree.map(jnp.zeros_like, params)
+    step = make_step(p)
+    returns, lengths, ret, length = [], [], 0.0, 0
+    s, _ = env.reset(seed=seed)
+    greedy = greedy_action(params, s)
+    for t in range(1, total_steps + 1):
+        a, nongreedy = greedy, False
+        if rng.random() < epsilon(p, t, total_steps):  # as the torch agent draws
+            a = int(rng.integers(n_actions))
+            nongreedy = a != greedy
+        obs, r, terminated, truncated, _ = env.step(a)
+        done = terminated or truncated
+        ret, length = ret + env.raw, length + 1
+        s_act = obs
+        if done:
+            returns.append(ret)
+            lengths.append(length)
+            ret, length = 0.0, 0
+            s_act, _ = env.reset()
+        params, traces, g = step(
+            params, traces, s, np.int32(a), np.float32(r), obs, done, done or nongreedy, s_act
+        )
+        greedy, s = int(g), s_act
+    if final is not None:
+        final["params"] = {k: np.asarray(v) for k, v in params.items()}
+    return {"episode_returns": returns, "episode_lengths": lengths}

@@ -1,0 +1,346 @@
+"""The accelerated engine (memrl.engines): stream Q(lambda) equals the torch agent and DQN1
+equals SB3's DQN with a buffer of 1, step for step on the same observations and initial
+weights over >= 2,000 updates; the pin (XLA's flags, one core, exact versions) is in every
+engine job's key, and a run's bytes do not depend on the cores the process starts with."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from functools import partial
+
+import numpy as np
+import pytest
+
+pytest.importorskip("jax")
+
+from memrl.engines import pin  # noqa: E402  (no side effect: jax loads with the engines)
+from memrl.envs.registry import make  # noqa: E402
+
+# the engines pin the process that imports them (one core): imported by the tests that run
+# them, not at collection, so that the session's other tests keep their cores until then
+
+
+@pytest.fixture(scope="module")
+def S():
+    from memrl.engines import stream_q
+
+    return stream_q
+
+
+@pytest.fixture(scope="module")
+def D():
+    from memrl.engines import dqn1
+
+    return dqn1
+
+
+UPDATES = 2_000
+GAME = "MinAtar/Breakout-v1"
+
+
+def _max_diff(torch_state: dict, names: dict[str, str], params: dict) -> float:
+    return max(
+        float(
+            np.abs(
+                t.detach().numpy() - np.asarray(params[f"{names[k.rpartition('.')[0]]}.{kind}"])
+            ).max()
+        )
+        for k, t in torch_state.items()
+        for kind in [k.rpartition(".")[2]]
+        if k.rpartition(".")[0] in names
+    )
+
+
+def test_stream_q_equals_the_torch_agent_step_for_step(S):
+    """The torch agent's step (agents/stream_q.py: its network, ObGD, its TD error) and the
+    engine's compiled step, fed the same normalised MinAtar frames, actions and scaled
+    rewards from the same initial weights: every parameter within float rounding after each
+    of 2,000 updates (the actions are the torch agent's epsilon-greedy ones)."""
+    import torch as th
+
+    from memrl.agents import stream_q as T
+    from memrl.envs.stream_normalisation import NormalizeObservation, ScaleReward
+
+    p = T.StreamQParams()
+    env = ScaleReward(NormalizeObservation(make(GAME, 0)), gamma=p.gamma)
+    n = int(env.action_space.n)
+    th.manual_seed(0)
+    net = T.q_network(env.observation_space.shape, n, p)
+    opt = T.ObGD(list(net.parameters()), p)
+    params = S.init_params(env.observation_space.shape, n, p, 0)
+    assert _max_diff(net.state_dict(), S.TORCH_NAMES, params) == 0.0  # one initialiser
+    import jax
+
+    traces = jax.tree.map(np.zeros_like, params)
+    step = S.make_step(p)
+    rng = np.random.default_rng(0)
+    s, _ = env.reset(seed=0)
+    worst, resets, flips = 0.0, 0, 0
+    for t in range(1, UPDATES + 1):
+        q = net(th.as_tensor(s)[None])[0]
+        greedy = int(q.argmax())
+        a, nongreedy = greedy, False
+        if rng.random() < T.epsilon(p, t, UPDATES):
+            a = int(rng.integers(n))
+            nongreedy = a != greedy
+        obs, r, terminated, truncated, _ = env.step(a)
+        done = terminated or truncated
+        with th.no_grad():  # the torch agent's update (agents/stream_q.py: train)
+            target = float(r) + (
+                0.0 if done else p.gamma * float(net(th.as_tensor(obs)[None]).max())
+            )
+        delta = target - float(q[a].detach())
+        for w in opt.params:
+            w.grad = None
+        q[a].backward()
+        opt.step(delta, reset=done or nongreedy)
+        s_act = env.reset()[0] if done else obs
+        params, traces, g = step(
+            params, traces, s, np.int32(a), np.float32(r), obs, done, done or nongreedy, s_act
+        )
+        flips += int(g) != int(net(th.as_tensor(s_act)[None])[0].argmax())
+        resets += done or nongreedy
+        worst = max(worst, _max_diff(net.state_dict(), S.TORCH_NAMES, params))
+        s = s_act
+    print(f"stream Q(lambda), {UPDATES} updates: max |engine - torch| = {worst:.3g}")
+    assert worst < 1e-5, worst  # float32 rounding: weights are O(0.1)
+    assert resets > 50 and flips == 0  # the traces were cut, the greedy choices agree
+
+
+def test_a_stream_q_run_on_the_engine_is_the_torch_agents_run(S, monkeypatch):
+    """Whole runs from one seed (2,500 steps on Breakout): the same episodes (so the same
+    actions, frames and rewards throughout) and final weights within float rounding."""
+    from memrl.agents import stream_q as T
+
+    nets = []
+    build = T.q_network
+    monkeypatch.setattr(T, "q_network", lambda *a: nets.append(build(*a)) or nets[-1])
+    p, steps = T.StreamQParams(), 2_500
+    torch_log = T.train(partial(make, GAME), p, steps, 0)
+    monkeypatch.undo()
+    final: dict = {}
+    engine_log = S.train(partial(make, GAME), p, steps, 0, final=final)
+    assert engine_log == torch_log and len(torch_log["episode_returns"]) > 50
+    worst = _max_diff(nets[0].state_dict(), S.TORCH_NAMES, final["params"])
+    print(f"stream Q(lambda), one {steps}-step run: final max |engine - torch| = {worst:.3g}")
+    assert worst < 1e-5, worst
+
+
+def _sb3_dqn1(hp, env, seed: int):
+    """The SB3 model dqn_train builds for ``hp`` (agents/sb3_dqn.py)."""
+    from stable_baselines3 import DQN
+    from stable_baselines3.dqn.policies import CnnPolicy
+
+    from memrl.agents.sb3 import minatar_cnn_extractor, sb3_kwargs, silent, steady
+
+    kwargs = sb3_kwargs(hp, seed)
+    kwargs["policy_kwargs"].update(
+        features_extractor_class=minatar_cnn_extractor(), normalize_images=False
+    )
+    return silent(DQN(steady(CnnPolicy), env, **kwargs))
+
+
+def _dqn1_params():
+    from memrl.families import load_family
+
+    return load_family("experience_replay", "default").stream.dqn1
+
+
+def test_dqn1_starts_from_sb3s_weights(D):
+    from stable_baselines3.common.monitor import Monitor
+
+    hp = _dqn1_params()
+    for seed in (0, 3):
+        env = Monitor(make(GAME, seed))
+        model = _sb3_dqn1(hp, env, seed)
+        mine = D.init_params(env.observation_space.shape, int(env.action_space.n), hp, seed)
+        assert _max_diff(model.q_net.state_dict(), D.SB3_NAMES, mine) == 0.0
+
+
+def _sb3_state(model, D):
+    """SB3's online and target weights and its Adam moments as the engine's arrays."""
+    import jax.numpy as jnp
+
+    from memrl.engines.nets import from_torch
+
+    params = from_torch(model.q_net.state_dict(), D.SB3_NAMES)
+    target = from_torch(model.q_net_target.state_dict(), D.SB3_NAMES)
+    named = dict(model.q_net.named_parameters())
+    state = model.policy.optimizer.state
+    moments = {}
+    for which in ("exp_avg", "exp_avg_sq"):
+        moments[which] = from_torch({k: state[w][which] for k, w in named.items()}, D.SB3_NAMES)
+    count = int(state[named["q_net.0.weight"]]["step"])
+    return params, target, moments, jnp.asarray(count, jnp.int32)
+
+
+def test_dqn1_equals_sb3s_update_for_update(D):
+    """SB3's DQN with a buffer of 1 (its own train(): Huber, clipping, fused Adam; its target
+    copy every target_update_interval steps) and the engine's step on the same MinAtar
+    transitions: each of 2,000 updates from SB3's weights and Adam moments gives SB3's next
+    weights within float rounding; run freely from the same initial weights, the engine
+    stays within a fraction of one Adam step of SB3 (Adam rescales rounding differences
+    of near-zero gradients to steps of up to the learning rate, so these drift apart)."""
+    import torch as th
+    from stable_baselines3.common.monitor import Monitor
+    from stable_baselines3.common.utils import polyak_update
+
+    hp = _dqn1_params()
+    env = Monitor(make(GAME, 0))
+    model = _sb3_dqn1(hp, env, 0)
+    n = int(env.action_space.n)
+    params = D.init_params(env.observation_space.shape, n, hp, 0)  # the free-running engine
+    target = params
+    opt, step = D.make_step(hp)
+    opt_state = opt.init(params)
+    rng = np.random.default_rng(1)
+    s, _ = env.reset(seed=0)
+    worst_step, drift, dones = 0.0, 0.0, 0
+    for t in range(1, UPDATES + 2):
+        with th.no_grad():  # mostly greedy, so that the weights see the game's states
+            q = model.q_net(th.as_tensor(s)[None])[0]
+        a = int(rng.integers(n)) if rng.random() < 0.3 else int(q.argmax())
+        obs, r, terminated, truncated, _ = env.step(a)
+        model.replay_buffer.add(s[None], obs[None], np.array([a]), np.array([r]),
+                                np.array([terminated]), [{}])  # fmt: skip
+        s_act = env.reset()[0] if terminated or truncated else obs
+        dones += terminated
+        if t % hp.target_update_interval == 0:  # SB3's _on_step, before the update
+            polyak_update(model.q_net.parameters(), model.q_net_target.parameters(), 1.0)
+            target = params
+        if t > hp.learning_starts:
+            args = (s, np.int32(a), np.float32(r), obs, np.float32(terminated), s_act)
+            if t > hp.learning_starts + 1:  # one update from SB3's own state
+                w, w_target, m, count = _sb3_state(model, D)
+                adam = opt_state[0]._replace(count=count, mu=m["exp_avg"], nu=m["exp_avg_sq"])
+                one, _, _ = step(w, w_target, (adam, *opt_state[1:]), *args)
+            model.train(gradient_steps=1, batch_size=1)
+            if t > hp.learning_starts + 1:
+                got = _max_diff(model.q_net.state_dict(), D.SB3_NAMES, one)
+                worst_step = max(worst_step, got)
+            params, opt_state, _ = step(params, target, opt_state, *args)
+            drift = max(drift, _max_diff(model.q_net.state_dict(), D.SB3_NAMES, params))
+        s = s_act
+    print(
+        f"DQN1, {UPDATES} updates: max |engine - SB3| after one update from SB3's state "
+        f"{worst_step:.3g}; run freely {drift:.3g} (Adam's step: {hp.learning_rate:g})"
+    )
+    assert model._n_updates == UPDATES and dones > 5
+    assert worst_step < 1e-6, worst_step
+    assert drift < hp.learning_rate, drift
+
+
+def test_the_engines_train_as_the_contract_says(S, D):
+    """Both engines' train() run a few hundred MinAtar steps: the agents' log, episodes whose
+    lengths sum to at most the budget, and the same bytes twice in one process."""
+    from memrl.agents.stream_q import StreamQParams
+
+    env_fn = partial(make, GAME)
+    for train, hp in ((S.train, StreamQParams()), (D.train, _dqn1_params())):
+        a, b = train(env_fn, hp, 400, 1), train(env_fn, hp, 400, 1)
+        assert a == b and a["episode_returns"] and sum(a["episode_lengths"]) <= 400
+
+
+# --------------------------------------------------------------------------- the pin
+_CHILD = r"""
+import json, os, sys
+os.sched_setaffinity(0, set(json.loads(sys.argv[1])))
+from functools import partial
+import memrl, hashlib
+from memrl.engines import stream_q
+from memrl.envs.registry import make
+from memrl.agents.stream_q import StreamQParams
+final = {}
+log = stream_q.train(partial(make, "MinAtar/Breakout-v1"), StreamQParams(), 300, 2, final=final)
+h = hashlib.sha256(json.dumps(log).encode())
+for k in sorted(final["params"]):
+    h.update(final["params"][k].tobytes())
+import jax
+print(json.dumps({"hash": h.hexdigest(), "cores": len(os.sched_getaffinity(0)),
+                  "threads": len(os.listdir("/proc/self/task"))}))
+"""
+
+
+def _child(code: str, cores: set[int], env: dict | None = None) -> dict:
+    out = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(sorted(cores))],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        check=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores to start with")
+def test_the_engines_bytes_do_not_depend_on_the_cores_a_process_starts_with():
+    """Fresh processes started on one core and on two: the pin binds each to one core before
+    jax loads, and their runs are the same bytes."""
+    cores = sorted(os.sched_getaffinity(0))[:2]
+    one = _child(_CHILD, {cores[0]})
+    two = _child(_CHILD, set(cores))
+    assert one["cores"] == two["cores"] == 1
+    assert one["hash"] == two["hash"]
+
+
+_UNPINNED = r"""
+import json, os, sys
+os.sched_setaffinity(0, set(json.loads(sys.argv[1])))
+os.environ["JAX_PLATFORMS"] = "cpu"
+import hashlib, jax, jax.numpy as jnp
+x = jax.random.normal(jax.random.key(0), (512, 512))
+y = jax.jit(lambda a: jnp.cumsum(a @ a, axis=0).sum(axis=1))(x)
+print(json.dumps({"hash": hashlib.sha256(jax.device_get(y).tobytes()).hexdigest()}))
+"""
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores to start with")
+def test_without_the_pin_the_cores_change_the_bytes():
+    """What the pin guards against, so that the test above can fail: unpinned, XLA sizes its
+    threads by the affinity mask and one core and two give other bytes (a product and a
+    scan; research notes, sixth round)."""
+    cores = sorted(os.sched_getaffinity(0))[:2]
+    one = _child(_UNPINNED, {cores[0]})
+    two = _child(_UNPINNED, set(cores))
+    if one["hash"] == two["hash"]:
+        pytest.xfail("this CPU's XLA partitions this workload alike on 1 and 2 cores")
+    assert one["hash"] != two["hash"]
+
+
+def test_the_pin_is_in_every_engine_jobs_key_and_only_theirs(monkeypatch):
+    from memrl.jobs import JobSpec
+
+    torch_job = JobSpec("m:f", {"seed": 0})
+    engine_job = JobSpec("m:f", {"seed": 0}, engine="xla")
+    before = (torch_job.key, engine_job.key)
+    assert engine_job.key != torch_job.key
+    monkeypatch.setattr(pin, "KEY", "xla-cpu:another")
+    assert torch_job.key == before[0] and engine_job.key != before[1]
+    with pytest.raises(ValueError, match="engine"):
+        JobSpec("m:f", {}, engine="tpu")
+
+
+def test_the_pin_names_flags_versions_and_one_core(S):
+    env = pin.environment("cpu")
+    assert "--xla_cpu_max_isa=AVX2" in env["XLA_FLAGS"].split()  # x86-64-v3
+    assert env["JAX_PLATFORMS"] == "cpu"
+    assert pin.versions()["jax"] == "0.10.2"
+    assert len(os.sched_getaffinity(0)) == 1  # this process: pinned by the import above
+    seen = pin.check()
+    assert seen["key"] == pin.KEY and seen["jax"] == "0.10.2"
+    assert pin.environment("cuda")["JAX_PLATFORMS"] == "cuda"  # a GPU's keys are their own
+    assert pin._key("cuda") != pin._key("cpu")
+
+
+def test_the_pin_refuses_a_jax_started_before_it():
+    code = (
+        "import os; os.environ['JAX_PLATFORMS'] = 'cpu'\n"
+        "import jax.numpy as jnp; jnp.ones(1).block_until_ready()\n"
+        "from memrl.engines import pin\n"
+        "try:\n    pin.pin()\nexcept pin.PinError as e:\n    print('refused', e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.startswith("refused")
