@@ -45,7 +45,7 @@
 # %% tags=["parameters"]
 profile = "smoke"  # smoke | default | paper (see params.yaml)
 output_dir = ""  # "" writes to a scratch folder; the DVC stage passes its staging folder
-runs_dir = ""  # "" runs the jobs here (stored ones reused); the DVC stage passes its run store
+runs_dir = ""  # "" reads the pipeline's runs, runs what they lack here; the stage passes its store
 overrides = {}  # this run's changes to params.yaml, validated like it: {"seeds": 3}
 
 # %%
