@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable, Sequence
 
 import matplotlib.pyplot as plt
@@ -61,7 +62,6 @@ def _forest_legend(fig, matches: bool, floors: bool) -> None:
 def _fit_titles(fig, axes, texts: list[str], width: int, heights, extra: float) -> None:
     """Re-wrap each panel's left title until it ends inside the figure (LLM-7's verdict ran
     past the right edge at a fixed wrap), growing its panel's height by the lines added."""
-    import textwrap
 
     widths = [width] * len(texts)
     for _ in range(4):
@@ -92,7 +92,6 @@ def forest(results: Sequence[ClaimResult | dict], ncols: int = 1):
     fails, grey undecided), the zero line, the −δ line of a *matches* comparison, and a grey
     ``x`` where the difference would sit if the better arm scored its floor; the key at the
     top. ``results``: claim results or their rows (``claims.json``, ``report.json``)."""
-    import textwrap
 
     rows = [r.to_row() if isinstance(r, ClaimResult) else r for r in results]
     rows = [r for r in rows if r.get("comparisons") and isinstance(r["comparisons"][0], dict)]
@@ -224,7 +223,6 @@ def trend_panels(results: Sequence[ClaimResult], ncols: int = 2):
     """One small panel per claim with trends: each comparison's effect (IQM difference,
     > 0 the paper's way) against the share of our budget, with its 95% CI band; the
     legend under the panel names each comparison and where it heads."""
-    import textwrap
 
     shown = [r for r in results if r.trends]
     if not shown:
@@ -317,8 +315,8 @@ def arms_strip(row: dict):
     ax.grid(alpha=0.3, axis="x")
     ax.tick_params(axis="x", labelsize=8)
     ax.set_xlabel(
-        f"{row['metric']}: each seed (dot), IQM with its 95% CI (bar), a constant "
-        "(diamond); (n) seeds",
+        f"{textwrap.shorten(row['metric'], 110, placeholder='…')}\neach seed (dot), the IQM "
+        "with its 95% CI (bar), a constant (diamond); (n): seeds",
         fontsize=8,
     )
     return fig
@@ -327,7 +325,6 @@ def arms_strip(row: dict):
 def trend_lines(row: dict):
     """A claim's trends: each comparison's effect (> 0 the paper's way) with its 95% CI at
     each share of our budget. None when the claim has none."""
-    import textwrap
 
     if not row.get("trends"):
         return None

@@ -225,7 +225,6 @@ def claim_page(
     fam = r["family"]
     pe = r.get("paper_effect")
     paper = [
-        ("statement", r["statement"]),
         ("the paper's value", r["paper_value"]),
         ("the paper's number, tested", f"{pe['text']} ({pe['source']})" if pe else ""),
         ("metric", f"{r['metric']} ({'higher' if r['higher_is_better'] else 'lower'} is better)"),
@@ -278,7 +277,8 @@ def claim_page(
         return f"<figure><img src='{images[kind]}' alt='{alt}'></figure>" if kind in images else ""
 
     body = [
-        f"<h1>{r['claim_id']} — {html.escape(r['paper'])} ({html.escape(r['source'])})</h1>",
+        f"<h1>{r['claim_id']}: {html.escape(r['statement'])}</h1>",
+        f"<p class='paper'>{html.escape(r['paper'])} ({html.escape(r['source'])})</p>",
         f"<p>Verdict: <span class='verdict {_verdict_class(r)}'>{html.escape(r['verdict'])}</span>"
         + (
             f" — {html.escape(r['detail'])}"
@@ -335,7 +335,7 @@ def _claim_figures(r: dict[str, Any], folder: Path) -> dict[str, str]:
         if fig is None:
             continue
         name = f"{r['claim_id']}-{kind}.png"
-        fig.savefig(folder / name, dpi=80)
+        fig.savefig(folder / name, dpi=100)
         plt.close(fig)
         out[kind] = f"{folder.name}/{name}"
     return out
