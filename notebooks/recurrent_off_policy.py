@@ -14,7 +14,7 @@
 # %% [markdown]
 # # Recurrent off-policy RL: does memory make SAC and TD3 work on POMDPs?
 #
-# When the observation hides part of the state, an agent must remember. Eight papers, eleven
+# When the observation hides part of the state, an agent must remember. Nine papers, twelve
 # claims, each rerun over several seeds and aggregated with rliable (interquartile mean,
 # 95% stratified-bootstrap CI):
 #
@@ -28,18 +28,22 @@
 #    implementation of the same algorithm (`memrl.agents.lstm_ppo`, ~3.6x faster here),
 #    cross-checked against sb3-contrib's by `benchmarks/lstm_ppo.py`.
 # 5. **Fast and Forgetful Memory** (Morad et al. 2023) matches or beats a GRU on POPGym, and
-#    (6) trains much faster than one.
+#    (6) trains much faster than one. On POPGym's own envs both papers run PPO: ours is
+#    `memrl.agents.ppo` (popjaxrl's settings, scaled down; any core of the cores table), scored
+#    by MMER (the best per-update mean episodic return) per task and over the suite.
 # 7. On the **Passive T-Maze** (Cherepanov et al. 2024), an agent that sees the last K frames
 #    succeeds only while K covers the correlation horizon ξ = corridor length; a recurrent
 #    memory succeeds at every length.
 # 8. **S5** with resets inside its parallel scan (Lu et al. 2023) beats a GRU on POPGym, and
-#    (9) runs over five times faster than one.
+#    (9) runs over five times faster than one (whole PPO training per env step).
 # 10. **RATE** (Cherepanov et al. 2023) keeps recalling the T-Maze cue beyond its attention
 #     window, where a decision transformer with the same window falls to chance; with it, the
 #     *memory card* classifies every core by what it can remember.
 # 11. **Real-time recurrent learning** (Irie et al. 2023): cores trained with backpropagation
 #     truncated at K steps do not carry the cue further than K, while an element-wise LSTM
 #     trained by exact RTRL (no truncation) does.
+# 12. POPGym's own headline as a counter-claim (Morad et al., ICLR 2023): the **GRU** is the
+#     strongest memory model overall.
 #
 # The agents (`memrl.agents.recurrent_sac`, `recurrent_td3`, `recurrent_sac_discrete`) read
 # `[o_t, a_{t-1}, r_{t-1}]` through a memory core (`memrl.memory.cores`: GRU, LSTM, FFM, S5 or

@@ -45,10 +45,27 @@ def runs(cfg, score: dict[str, float], seeds: int = 5) -> tables.Runs:
     return tables.Runs(df, df.iloc[0:0], None)
 
 
-def judged(score: dict[str, float]) -> dict:
+def judged(score: dict[str, float], floors: pd.DataFrame | None = None) -> dict:
     cfg = load_family("recurrent_off_policy", "default").model_copy(update={"bootstrap_reps": 200})
     paper = load_family("recurrent_off_policy", "paper")
-    return {r.claim.claim_id: r for r in ro.claims(cfg, runs(cfg, score), paper=paper)}
+    return {r.claim.claim_id: r for r in ro.claims(cfg, runs(cfg, score), floors, paper=paper)}
+
+
+def test_a_core_that_never_beats_the_random_policy_decides_nothing():
+    """Each core's learnability control: its suite-wide MMER above the random policy's
+    (floor runs per task and seed); S5 at the floor makes RO-8 inconclusive (learner)."""
+    rng = np.random.default_rng(1)
+    floors = pd.DataFrame(
+        [
+            {"floor": "random", "env": t, "seed": s, "score": -0.5 + rng.normal(0, 0.01)}
+            for t in TASKS
+            for s in range(5)
+        ]
+    )
+    got = judged({"PPO-GRU": 0.5, "PPO-FFM": 0.5, "PPO-S5": -0.5}, floors)
+    assert got["RO-8"].decision.reason == "learner", got["RO-8"].verdict
+    assert "PPO-S5 · POPGym suite does not learn" in got["RO-8"].verdict
+    assert got["RO-5"].decision.reason != "learner"  # FFM and the GRU both learn
 
 
 def test_popgym_claims_follow_the_runs_and_mirror():

@@ -196,8 +196,8 @@ def popgym_ppo_job(**kw: Any) -> dict[str, Any]:
 def ppo_timing(env_id: str, hp: dict[str, Any], cores: list[str], steps: int, repeats: int):
     """Whole PPO training (rollouts and updates, :func:`memrl.agents.ppo.train`) per env
     step for each of ``cores`` on ``env_id`` with the runs' hyperparameters ``hp``: ``repeats
-    + 2`` runs of ``steps`` env steps each, the cores interleaved, one thread (ms per env step),
-    and each core's parameter count. Wall-clock: machine-dependent."""
+    + 2`` runs of ``steps`` env steps each after one warm-up run, the cores interleaved, one
+    thread (ms per env step), and each core's parameter count. Wall-clock: machine-dependent."""
     from functools import partial
 
     import torch as th
@@ -212,17 +212,21 @@ def ppo_timing(env_id: str, hp: dict[str, Any], cores: list[str], steps: int, re
     threads = th.get_num_threads()
     th.set_num_threads(1)
     try:
-        for r in range(repeats + 2):
+        for r in range(repeats + 3):  # the first round warms up (not kept)
             for c in cores:
                 p = ppo.PPOParams(**hp | {"core": c})
                 start = time.perf_counter()
                 ppo.train(env_fn, p, steps, r)
-                ms[label[c]].append(1e3 * (time.perf_counter() - start) / steps)
+                if r:
+                    ms[label[c]].append(1e3 * (time.perf_counter() - start) / steps)
     finally:
         th.set_num_threads(threads)
+    env = env_fn(0)
+    n_act = int(env.action_space.n)
+    inp = int(np.prod(env.observation_space.shape)) + (n_act + 1 if hp.get("prev_action") else 0)
     params = {}
     for c in cores:
-        net = ppo.ActorCritic(1, 2, ppo.PPOParams(**hp | {"core": c}))
+        net = ppo.ActorCritic(inp, n_act, ppo.PPOParams(**hp | {"core": c}))
         params[f"{label[c]} · per env step"] = sum(q.numel() for q in net.parameters())
     return {"ms": {f"{k} · per env step": v for k, v in ms.items()}, "params": params}
 

@@ -24,11 +24,12 @@ from memrl.families.recurrent_off_policy.params import POPGYM, RecurrentOffPolic
 from memrl.families.recurrent_off_policy.statements import RO_5, RO_8, RO_12, STEPS
 from memrl.families.recurrent_off_policy.tables import Runs
 from memrl.schema import beside_paper
-from memrl.stats.aggregate import reference
+from memrl.stats.aggregate import reference, stable_seed
 from memrl.stats.bootstrap import arm
 from memrl.stats.claims import MATCHES, Budget, Claim, ClaimResult, Comparison
 from memrl.stats.compare import gap_margin
 from memrl.stats.floors import NO_FLOOR_RUNS
+from memrl.stats.learners import LearnerCheck, learns
 from memrl.stats.trend import trends
 
 SUITE = "POPGym suite"  # the suite-wide mean's name in the estimates
@@ -162,6 +163,21 @@ def _judge(
             )
     steps = dict(zip(g.env, g.total_timesteps.astype(int), strict=False))
     seeds = g.groupby("env").seed.nunique()
+    floor = est.get(f"random · {SUITE}")
+    learners = [  # each core shown able to learn: its suite-wide MMER above the random policy's
+        learns(
+            _name(m, SUITE),
+            "the suite's tasks, where a policy above random is known (POPGym's maximum 1)",
+            est[_name(m, SUITE)],
+            floor,
+            True,
+            stable_seed(claim.claim_id, m, "learner"),
+            "the random policy's suite mean",
+        )
+        if floor is not None
+        else LearnerCheck(_name(m, SUITE), "the suite's tasks", None, "no floor runs")
+        for m in methods
+    ]
     hp = cfg.ppo_popgym
     return ClaimResult(
         claim=claim,
@@ -187,6 +203,7 @@ def _judge(
         trends=trends(claim, comps, series, FRACTIONS, cfg.bootstrap_reps),
         trend_note="MMER so far at 25/50/75/100% of the budget",
         floor_reason="" if any(c.floor for c in comps) else NO_FLOOR_RUNS,
+        learners=learners,
         extra={"MMER (IQM over seeds)": {k: round(v.iqm, 3) for k, v in est.items() if " · " in k}},
     )
 

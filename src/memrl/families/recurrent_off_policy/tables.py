@@ -50,7 +50,7 @@ PLOTS = (
             RETURN,
         )
         for task in (
-            "PositionOnlyCartPoleEasy",
+            "PositionOnlyCartPoleMedium",
             "RepeatPreviousEasy",
             "RepeatFirstEasy",
             "CountRecallEasy",
