@@ -273,3 +273,38 @@ def test_run_announces_its_length_and_price_and_shows_its_progress(capsys, monke
     bar.join()
     err = capsys.readouterr().err
     assert "/4 core-s" in err and "%" in err and "of 600 env steps" in err
+
+
+def test_design_on_a_fresh_clone_pulls_or_says_what_it_needs(monkeypatch, tmp_path, capsys):
+    """No stored run to take the jobs' shapes from (a fresh clone whose pull failed): each
+    family says so and names the `dvc pull` that gives them; exit 1, not "checked nothing, 0"."""
+    from memrl import runner
+
+    pulled = []
+    monkeypatch.setattr(runner, "repo_root", lambda: tmp_path)  # no store here
+    monkeypatch.setattr(
+        runner, "pull_published", lambda fam, profile: pulled.append(fam.name) or "no remote"
+    )
+    assert main(["design", "experience_replay"]) == 1
+    out, err = capsys.readouterr()
+    assert pulled == ["experience_replay"]
+    assert "design not checked" in out and "`dvc pull runs_experience_replay`" in out
+    assert "memrl: design not checked for experience_replay" in err
+
+
+def test_verify_cached_names_what_fills_the_cache(monkeypatch, tmp_path, capsys):
+    """After `make repro PROFILE=smoke` the cache --cached reads is empty: the message names
+    what fills it (the notebooks computing on their own: `make nbval`), not `make repro`."""
+    from memrl import families, verify
+
+    fam = families.get("experience_replay")
+    specs = fam.grid(families.load_family(fam.name, "smoke"))
+    rec = {"key": specs[0].key, "spec": specs[0].to_json(), "result": {}}
+    monkeypatch.setattr(
+        verify, "stored", lambda family, profile: {verify.identity(rec["spec"]): rec}
+    )
+    monkeypatch.setenv("MEMRL_CACHE", str(tmp_path))  # nothing computed here
+    assert main(["verify", "--profile", "smoke", "--cached", "--family", fam.name]) == 2
+    out = capsys.readouterr().out
+    assert "make nbval" in out and ".cache/runs/experience_replay/smoke/" in out
+    assert "`make repro PROFILE=smoke` makes them" not in out
