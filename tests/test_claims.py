@@ -408,8 +408,8 @@ def test_a_prompted_manager_counts_only_if_it_picks_the_operations_turns_call_fo
     r = llm.llm_7(cfg, runs._replace(mr1=runs.mr1.assign(ops_by_kind=fits)))
     assert [c.worse for c in r.comparisons] == ["Mem0-style heuristic", "prompted LLM"]
     assert not any("left out" in d for d in r.deviations)
-    curve = "GRPO training curve: the sampled banks' exact match on the training dialogues' "
-    assert r.extra[curve + "questions per epoch (mean over seeds)"][0] == 0.3
+    curve = "GRPO training curve: the sampled operations' exact match on their training "
+    assert r.extra[curve + "turn's question per epoch (mean over seeds)"][0] == 0.3
     assert r.extra["GRPO's sampled operations in its last training epoch (all seeds)"]["ADD"] > 0
 
 

@@ -16,13 +16,25 @@ operations built.
 Here the manager's policy is a small head on frozen sentence embeddings (the issue allows it
 instead of fine-tuning the LLM): for the fact f and each related memory m_j, an MLP reads
 ``[e_f, e_m, e_f * e_m, cos(f, m)]`` and scores the operations; ADD and NOOP are read at the
-most related memory.  :func:`train_grpo` is GRPO over whole dialogues: ``group`` operation
-sequences are sampled over a training dialogue's turns (:func:`rollout`), the answer agent
-answers the dialogue's questions from each sequence's bank (:func:`dialogue_reward`), and
-the group-normalised exact matches are the advantages of every operation of each sequence
-in a clipped policy-gradient step. (Until issue 56 each operation was rewarded by a probe
-of the turn just written, which never sees what clutter costs later: the manager chose ADD
-on every test turn.)
+most related memory.  :func:`train_grpo` is GRPO as the paper's method section defines it
+for the manager (arXiv 2508.19828 v5, Sec. 3.1 and Appendix B.2):
+
+- the training tuple is one turn: "Training uses (i) a partially constructed memory bank
+  and (ii) a new dialogue turn with information relevant to downstream QA"; Algorithm 1
+  builds, "for each dialogue turn t", a temporal memory bank from the preceding turns (with
+  GPT-4o-mini) and combines it with "the current turn t, and (iii) any QA pairs linked to
+  t" (:func:`training_tuples`);
+- GRPO "samples a group of G candidate actions per state" s = (x, M_old), the advantage
+  of candidate i is A_i = (r_i - mean(r)) / std(r) over its group (Eq. 3);
+- the reward: "After applying operation o ... the updated memory bank is passed to the
+  frozen Answer Agent, and the reward is based on answer correctness: R_answer =
+  EM(y_pred, y_gold)" (Eq. 4), the question being the one linked to the turn.
+
+(Issue 56's reading, every operation of a whole sampled dialogue sharing the EM on all its
+questions, is not the paper's and left the manager adding on every test turn; issue 71.)
+:class:`TopMemoryReader` is the deterministic reader of the manager's learnability control:
+under it better operations than the baselines' are known to exist, and the same trainer
+must find them.
 
 The baselines: :class:`AddOnly` (plain retrieval memory), :class:`HeuristicManager` (Mem0's
 pipeline with the LLM decision replaced by similarity thresholds) and
@@ -35,6 +47,7 @@ retrieved memories), which is what makes RL against an LLM reward affordable on 
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -43,7 +56,7 @@ import numpy as np
 import torch as th
 from torch import nn
 
-from memrl.envs.dialogue import Conversation, Question, exact_match, f1_score
+from memrl.envs.dialogue import NONE, Conversation, Question, exact_match, f1_score
 from memrl.llm.embeddings import cosine
 from memrl.llm.scoring import Scorer
 
@@ -120,6 +133,30 @@ class AnswerAgent:
             self.cache[key] = q.candidates[int(np.argmax(s))]
             self.calls += 1
         return self.cache[key]
+
+
+class TopMemoryReader:
+    """A deterministic answer agent (no LLM): the candidate named in the top-ranked of the
+    ``k`` memories retrieved for the question (the first named, by position), else "none".
+    The learnability control's reader: under it ideal operations (the gold bank) answer far
+    more questions than adding every fact, so a better manager than the baselines is known
+    to exist, and the trainer must find it (issue 71)."""
+
+    def __init__(self, k: int):
+        self.k, self.calls = k, 0
+        self.cache: dict[tuple, str] = {}
+
+    def answer(self, bank: MemoryBank, q: Question) -> str:
+        self.calls += 1
+        top = bank.retrieve(q.question, self.k)[:1]
+        named = [
+            (m.start(), c)
+            for c in q.candidates
+            if c != NONE and top
+            for m in [re.search(rf"(?<!\w){re.escape(c)}(?!\w)", top[0], re.IGNORECASE)]
+            if m
+        ]
+        return min(named)[1] if named else NONE
 
 
 # =========================================================================== managers
@@ -288,47 +325,93 @@ class RLManager:
 
 
 class GRPOConfig(NamedTuple):
-    epochs: int
-    group: int  # G: operation sequences sampled over each training dialogue
+    epochs: int  # passes over the training tuples
+    group: int  # G: candidate operations sampled per state (Eq. 3)
     learning_rate: float
-    clip: float  # PPO-style ratio clip of GRPO's objective
-    update_epochs: int  # GRPO's mu: passes over each group
-    beta: float  # KL penalty to the initial policy (k3 estimator); 0 disables
+    clip: float  # PPO-style ratio clip (Eq. 2; GRPO keeps PPO's clipped ratio)
+    update_epochs: int  # GRPO's mu: passes over each batch's samples
+    beta: float  # KL penalty to the initial policy (k3 estimator, Eq. 3's beta); 0 disables
+    batch: int  # training tuples (states) per policy update
 
 
-class Rollout(NamedTuple):
-    """One sampled operation per turn of a dialogue, and the bank they built."""
+class TrainingTuple(NamedTuple):
+    """Memory-R1's training tuple (its Algorithm 1): the memory bank built from the turns
+    before this one, the turn's fact, and the question linked to the turn."""
 
     bank: MemoryBank
-    x: th.Tensor  # (T, k, 3d+1) the policy's inputs at each turn
-    mask: th.Tensor  # (T, k)
-    actions: th.Tensor  # (T,) sampled action indices
-    logp: th.Tensor  # (T,) their log-probabilities under the sampling policy
-    ops: list[str]
+    fact: str
+    question: Question
+    kind: str  # the turn's kind (intro, change, ...): a diagnostic no policy sees
 
 
-@th.no_grad()
-def rollout(policy: ManagerPolicy, conv: Conversation, embed: Embed, gen: th.Generator) -> Rollout:
-    """Feed the dialogue's facts to the manager, sampling each operation from the policy."""
-    bank, xs, masks, acts, logps, ops = MemoryBank(embed), [], [], [], [], []
-    for turn in conv.turns:
-        x, mask, rel = features(bank, turn.fact, policy.k)
-        xt, mt = th.from_numpy(x), th.from_numpy(mask)
-        dist = th.distributions.Categorical(logits=policy(xt[None], mt[None])[0])
-        i = th.multinomial(dist.probs, 1, generator=gen)[0]
-        action = index_to_action(int(i), rel, policy.k)
-        xs.append(xt), masks.append(mt), acts.append(i), logps.append(dist.log_prob(i))
-        ops.append(action.op)
-        bank = bank.apply(action, turn.fact)
-    return Rollout(bank, th.stack(xs), th.stack(masks), th.stack(acts), th.stack(logps), ops)
+def training_tuples(convs: Sequence[Conversation], embed: Embed) -> list[TrainingTuple]:
+    """One tuple per turn that carries a fact (small talk carries no evidence, so no QA is
+    linked to it), its question the turn's probe (the single-hop question about the fact,
+    answered as the turn leaves it). The bank before the turn holds the facts as the earlier
+    turns left them: introduced or changed facts in their latest form, retracted ones gone.
+    That is the stand-in for the paper's GPT-4o-mini snapshot ("GPT-4o-mini builds a
+    temporal memory bank from the preceding 24 turns", Appendix B.2; Algorithm 1 says 50):
+    a bank built by a stronger manager than the one trained, fixed during training. Our
+    dialogues are shorter than 24 turns, so the window is every preceding turn."""
+    out = []
+    for conv in convs:
+        facts: dict[str, str] = {}
+        for t in conv.turns:
+            if t.key:
+                out.append(
+                    TrainingTuple(MemoryBank(embed, list(facts.values())), t.fact, t.probe, t.kind)
+                )
+            if t.kind in ("intro", "change"):
+                facts[t.key] = t.fact
+            elif t.kind == "retract":
+                facts.pop(t.key, None)
+    return out
 
 
-def dialogue_reward(
-    answerer: AnswerAgent, bank: MemoryBank, questions: Sequence[Question]
+def action_index(action: Action, rel: Sequence[int], k: int) -> int:
+    """The policy's index of ``action`` (the inverse of :func:`index_to_action`)."""
+    if action.op in ("ADD", "NOOP"):
+        return OPS.index(action.op)
+    return 2 + list(rel).index(action.target) + (k if action.op == "DELETE" else 0)
+
+
+def warm_start(
+    policy: ManagerPolicy,
+    tuples: Sequence[TrainingTuple],
+    teacher,
+    epochs: int,
+    lr: float,
+    explore: float = 0.0,
 ) -> float:
-    """Memory-R1's outcome reward: the answer agent's exact match on the dialogue's
-    questions, answered from the bank the manager's operations built."""
-    return float(np.mean([exact_match(answerer.answer(bank, q), q.answer) for q in questions]))
+    """Clone ``teacher``'s operations on the training tuples' states (full-batch
+    cross-entropy, Adam): the manager GRPO starts from, and its KL reference. The paper's
+    manager starts as an instruct LLM prompted with Mem0's operation instructions ("Prompts
+    for memory operations ... are adapted from Chhikara et al. (2025)", Appendix D), a working
+    manager; an untrained MLP knows no operation, and under the per-turn reward it drifts to
+    UPDATE, whose cost to the memory it overwrites no turn's question sees. Returns the last
+    loss."""
+    feats = [features(t.bank, t.fact, policy.k) for t in tuples]
+    X = th.from_numpy(np.stack([f[0] for f in feats]))
+    M = th.from_numpy(np.stack([f[1] for f in feats]))
+    y = th.tensor(
+        [
+            action_index(teacher.decide(t.bank, t.fact), f[2], policy.k)
+            for t, f in zip(tuples, feats, strict=True)
+        ]
+    )
+    # the target: the teacher's operation, with ``explore`` spread over every valid one
+    valid = th.cat([th.ones(len(tuples), 2, dtype=th.bool), M, M], dim=1)
+    target = (1 - explore) * nn.functional.one_hot(y, valid.shape[1]).float()
+    target += explore * valid.float() / valid.sum(1, keepdim=True)
+    opt = th.optim.Adam(policy.parameters(), lr=lr)
+    loss = th.zeros(())
+    for _ in range(epochs):
+        logp = th.log_softmax(policy(X, M), dim=1).masked_fill(~valid, 0.0)
+        loss = -(target * logp).sum(1).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return float(loss.detach())
 
 
 def train_grpo(
@@ -341,59 +424,82 @@ def train_grpo(
     progress: Callable[[], None] | None = None,
     checkpoint: Callable[[float], None] | None = None,
 ) -> list[dict]:
-    """Train the manager with GRPO on ``convs``, rewarded as Memory-R1 rewards it: for each
-    training dialogue, ``G`` operation sequences are sampled over its turns, each builds a
-    bank, the answer agent answers the dialogue's questions from it, and each sequence's
-    exact match, normalised within the group, is the advantage of every operation in it
-    (a clipped policy-gradient step per dialogue). What an operation costs later (a stale
-    memory beside the new one, a deleted fact still asked about) reaches it through the
-    questions. Returns one row per (epoch, dialogue); ``checkpoint(done)`` is called after
-    each dialogue's update with the share of training done."""
+    """Train the manager with GRPO on the training dialogues' tuples, rewarded as Memory-R1
+    rewards it (module doc): for each tuple's state (its bank, its fact) ``G`` operations are
+    sampled from the policy, each is applied to the bank, the frozen answer agent answers
+    the tuple's question from the bank that operation produced, and each operation's exact
+    match, standardised within its group, is its advantage in a clipped policy-gradient
+    step over a batch of ``cfg.batch`` tuples. A group whose operations all earn the same
+    reward has no advantage (the paper's 0/0; as VERL's GRPO advantage, whose std carries
+    an epsilon). Returns one row per update; ``checkpoint(done)`` is called after each with
+    the share of training done."""
+    tuples = training_tuples(convs, embed)
+    feats = [features(t.bank, t.fact, policy.k) for t in tuples]
+    X = th.from_numpy(np.stack([f[0] for f in feats]))
+    M = th.from_numpy(np.stack([f[1] for f in feats]))
     opt = th.optim.Adam(policy.parameters(), lr=cfg.learning_rate)
     ref = copy.deepcopy(policy).requires_grad_(False) if cfg.beta > 0 else None
     gen = th.Generator().manual_seed(int(rng.integers(2**31)))
-    history = []
+    rewards: dict[tuple[int, int], float] = {}  # (tuple, action): the bank, hence EM, is fixed
+
+    def reward(i: int, a: int) -> float:
+        if (i, a) not in rewards:
+            t = tuples[i]
+            bank = t.bank.apply(index_to_action(a, feats[i][2], policy.k), t.fact)
+            rewards[i, a] = exact_match(answerer.answer(bank, t.question), t.question.answer)
+        return rewards[i, a]
+
+    def logp_of(net: ManagerPolicy, idx: np.ndarray, acts: th.Tensor) -> th.Tensor:
+        dist = th.distributions.Categorical(logits=net(X[idx], M[idx]))
+        return dist.log_prob(acts.T).T  # (B, G)
+
+    updates = cfg.epochs * -(-len(tuples) // cfg.batch)
+    history: list[dict] = []
     for epoch in range(cfg.epochs):
-        for c in rng.permutation(len(convs)):
-            conv = convs[int(c)]
-            group = [rollout(policy, conv, embed, gen) for _ in range(cfg.group)]
-            r = np.array([dialogue_reward(answerer, g.bank, conv.questions) for g in group])
+        order = rng.permutation(len(tuples))
+        for start in range(0, len(tuples), cfg.batch):
+            idx = order[start : start + cfg.batch]
+            with th.no_grad():
+                probs = th.softmax(policy(X[idx], M[idx]), dim=1)
+                acts = th.multinomial(probs, cfg.group, replacement=True, generator=gen)
+                old = logp_of(policy, idx, acts)
+            r = np.array(
+                [[reward(int(i), int(a)) for a in row] for i, row in zip(idx, acts, strict=True)]
+            )
             if progress is not None:
                 progress()
+            spread = r.std(axis=1, keepdims=True)
+            adv = th.from_numpy((r - r.mean(axis=1, keepdims=True)) / (spread + 1e-6)).float()
             loss_v = 0.0
-            if r.std() > 0:  # a group with one reward teaches nothing
-                adv = (r - r.mean()) / (r.std() + 1e-4)
-                X, M = th.cat([g.x for g in group]), th.cat([g.mask for g in group])
-                A, old = th.cat([g.actions for g in group]), th.cat([g.logp for g in group])
-                adv_t = th.cat(
-                    [th.full((len(g.actions),), float(a)) for g, a in zip(group, adv, strict=True)]
-                )
+            if spread.any():  # a batch whose every group has one reward teaches nothing
                 for _ in range(cfg.update_epochs):
-                    logp = th.distributions.Categorical(logits=policy(X, M)).log_prob(A)
+                    logp = logp_of(policy, idx, acts)
                     ratio = th.exp(logp - old)
-                    obj = th.min(ratio * adv_t, ratio.clamp(1 - cfg.clip, 1 + cfg.clip) * adv_t)
+                    obj = th.min(ratio * adv, ratio.clamp(1 - cfg.clip, 1 + cfg.clip) * adv)
                     loss = -obj.mean()
                     if ref is not None:
-                        ref_logp = th.distributions.Categorical(logits=ref(X, M)).log_prob(A)
-                        d = ref_logp - logp
+                        d = logp_of(ref, idx, acts) - logp
                         loss = loss + cfg.beta * (th.exp(d) - d - 1).mean()
                     opt.zero_grad()
                     loss.backward()
                     opt.step()
                     loss_v = float(loss.detach())
-            ops = [op for g in group for op in g.ops]
+            ops = [
+                index_to_action(int(a), feats[int(i)][2], policy.k).op
+                for i, row in zip(idx, acts, strict=True)
+                for a in row
+            ]
             history.append(
                 {
                     "epoch": epoch + 1,
-                    "conversation": conv.cid,
                     "reward_em": float(r.mean()),
-                    "reward_spread": float(r.std()),
+                    "reward_spread": float(spread.mean()),
                     "ops": {op: ops.count(op) for op in OPS},
                     "loss": loss_v,
                 }
             )
             if checkpoint is not None:
-                checkpoint(len(history) / (cfg.epochs * len(convs)))
+                checkpoint(len(history) / updates)
     return history
 
 

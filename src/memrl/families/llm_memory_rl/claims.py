@@ -11,6 +11,13 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from memrl.families.llm_memory_rl.arms import (
+    FLY_TASKS,
+    QUESTIONS,
+    SHOP_TASKS,
+    reader_control,
+    runs_arm,
+)
 from memrl.families.llm_memory_rl.params import LLMMemoryRLParams
 from memrl.families.llm_memory_rl.statements import (
     EPISODES,
@@ -28,6 +35,7 @@ from memrl.families.llm_memory_rl.tables import (
     FLY_LABELS,
     LABELS,
     MR1_LABELS,
+    READER,
     Runs,
     memory_r1_ops,
     operation_fit,
@@ -41,7 +49,6 @@ from memrl.stats.floors import NO_FLOOR_RUNS, floor_arm, labelled_arm
 from memrl.stats.floors import name as floor_name
 from memrl.stats.trend import trends
 
-QUESTIONS = "the dialogues' test questions"  # the item set Memory-R1's arms share
 # a prompted LLM manager counts as a baseline only if it mostly picks the operation a turn
 # calls for: Memory-R1's untrained manager is a working one (issue 28)
 MIN_OPERATION_FIT = 0.9
@@ -49,7 +56,7 @@ SHOP_FLOORS = ("random search-then-buy", "random")  # the stricter of the two is
 
 
 def _shop_floor(
-    cfg, floors, claim: Claim, value, items
+    cfg, floors, claim: Claim, value, items, shared: str = SHOP_TASKS
 ) -> tuple[dict[str, Arm], str | None, str | None]:
     """(arms, floor, ceiling) on the shop: the knowledge-free policies (the higher-scoring
     one is the floor) and the annotated expert (``oracle``, the ceiling, run once), scored
@@ -57,7 +64,9 @@ def _shop_floor(
     a row: its per-task values)."""
     est: dict[str, Arm] = {}
     for f in (*SHOP_FLOORS, "oracle"):
-        est |= floor_arm(floors, claim.claim_id, "shop", value, f, cfg.bootstrap_reps, items=items)
+        est |= floor_arm(
+            floors, claim.claim_id, "shop", value, f, cfg.bootstrap_reps, items=items, shared=shared
+        )
     names = [floor_name(f, "shop") for f in SHOP_FLOORS if floor_name(f, "shop") in est]
     fl = max(names, key=lambda f: est[f].iqm, default=None)
     top = floor_name("oracle", "shop")
@@ -156,12 +165,13 @@ def _rlem_est(cfg, runs: Runs, claim: Claim, metric: str) -> dict[str, Arm]:
     """Each condition's arm: its runs, and each run's test tasks as items."""
     df, per_task = runs.rlem, test_items(metric)
     return {
-        LABELS[c]: arm(
+        LABELS[c]: runs_arm(
             g[metric],
             claim.claim_id,
             LABELS[c],
             cfg.bootstrap_reps,
-            items=[per_task(r) for _, r in g.iterrows()],
+            [per_task(r) for _, r in g.iterrows()],
+            SHOP_TASKS,
         )
         for c in cfg.rlem.conditions
         if len(g := df[df.condition == c])
@@ -170,7 +180,9 @@ def _rlem_est(cfg, runs: Runs, claim: Claim, metric: str) -> dict[str, Arm]:
 
 def _rlem_control(cfg, runs: Runs, claim: Claim, metric: str) -> dict:
     """The claim's positive control (expert exemplars) as ClaimResult keywords."""
-    est = _control(cfg, runs, claim, "expert exemplars", "shop", metric, test_items(metric))
+    est = _control(
+        cfg, runs, claim, "expert exemplars", "shop", metric, test_items(metric), shared=SHOP_TASKS
+    )
     if not est:
         return {}
     diverged = divergences(runs, "expert exemplars")
@@ -345,7 +357,17 @@ def _fly_conds(cfg: LLMMemoryRLParams, runs: Runs) -> list[str]:
 
 def _fly_control(cfg, runs: Runs, claim: Claim) -> dict:
     """AgentFly's positive control (each task's own expert case in the bank, one pass)."""
-    est = _control(cfg, runs, claim, "expert cases", "shop", "test_score", test_items("test_score"))
+    est = _control(
+        cfg,
+        runs,
+        claim,
+        "expert cases",
+        "shop",
+        "test_score",
+        test_items("test_score"),
+        None,
+        FLY_TASKS,
+    )
     if not est:
         return {}
     return {
@@ -358,7 +380,9 @@ def _fly_control(cfg, runs: Runs, claim: Claim) -> dict:
 def llm_5(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None:
     conds, fly, last = _fly_conds(cfg, runs), runs.fly, cfg.agentfly.iterations - 1
     order = [c for c in ("parametric", "nonparametric", "none") if c in conds]
-    est, fl, top = _shop_floor(cfg, floors, LLM_5, lambda r: r.best_score[last], task_best)
+    est, fl, top = _shop_floor(
+        cfg, floors, LLM_5, lambda r: r.best_score[last], task_best, FLY_TASKS
+    )
     comps = [
         Comparison(FLY_LABELS[a], FLY_LABELS[b], floor=fl, ceiling=top, effect=True)
         for a, b in itertools.pairwise(order)
@@ -366,12 +390,13 @@ def llm_5(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None
     if not comps:
         return None
     est |= {
-        FLY_LABELS[c]: arm(
+        FLY_LABELS[c]: runs_arm(
             [v[last] for v in g.best_score],
             "LLM-5",
             FLY_LABELS[c],
             cfg.bootstrap_reps,
-            items=[task_best(r) for _, r in g.iterrows()],
+            [task_best(r) for _, r in g.iterrows()],
+            FLY_TASKS,
         )
         for c in conds
         for g in [fly[fly.condition == c]]
@@ -382,7 +407,7 @@ def llm_5(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None
     }
     # the control makes one pass: the floor it must clear is scored on one pass too
     first, fl1, _ = _shop_floor(
-        cfg, floors, LLM_5, lambda r: r.iter_score[0], lambda r: r["task_scores"][0]
+        cfg, floors, LLM_5, lambda r: r.iter_score[0], lambda r: r["task_scores"][0], FLY_TASKS
     )
     one_pass = f"{fl1} (one pass)" if fl1 else None
     if fl1:
@@ -410,7 +435,7 @@ def llm_6(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None
     if not mem or hp.iterations < 2:
         return None
     est, fl, top = _shop_floor(
-        cfg, floors, LLM_6, lambda r: r.iter_score[-1], lambda r: r["task_scores"][-1]
+        cfg, floors, LLM_6, lambda r: r.iter_score[-1], lambda r: r["task_scores"][-1], FLY_TASKS
     )
     series: dict[str, np.ndarray] = {}
     comps = []
@@ -419,12 +444,14 @@ def llm_6(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None
         g = fly[fly.condition == c]
         a, b = f"{FLY_LABELS[c]} · iteration {n}", f"{FLY_LABELS[c]} · iteration 1"
         for name, i in ((a, -1), (b, 0)):
-            est[name] = arm(
+            # paired by task; an iteration copying another item by item is named (copies)
+            est[name] = runs_arm(
                 [v[i] for v in g.iter_score],
                 "LLM-6",
                 name,
                 cfg.bootstrap_reps,
-                items=[t[i] for t in g.task_scores],
+                [t[i] for t in g.task_scores],
+                FLY_TASKS,
             )
         scores = np.array(g.iter_score.tolist(), float)
         series[a], series[b] = scores[:, 1:], np.repeat(scores[:, :1], n - 1, axis=1)
@@ -457,12 +484,20 @@ def _mr1_deviations(cfg: LLMMemoryRLParams) -> list[str]:
         "data: generated LoCoMo-like dialogues (facts introduced, changed, retracted, restated; "
         "single-hop, multi-hop and temporal questions), split like the paper's 152 / 81 / rest "
         "questions by whole conversations",
-        "reward: GRPO over whole training dialogues, each sampled operation sequence rewarded "
-        "by the answer agent's exact match on the dialogue's questions from the bank it built "
-        "(the paper rewards an operation on an evidence turn by its question, answered from "
-        "the bank that operation updated; here every operation of a sequence shares its "
-        "dialogue's reward, so a stale memory's later cost reaches the operation that kept "
-        "it; until issue 56 a probe of the turn just written, which never saw that cost)",
+        "reward, as the paper's Sec. 3.1 defines it: one training tuple per turn carrying a "
+        "fact (Algorithm 1: the bank built from the preceding turns, the turn, the QA linked "
+        f"to it); G = {hp.group} operations sampled per state, each applied to the bank and "
+        "rewarded by the answer agent's exact match on the turn's question (\"the updated "
+        "memory bank is passed to the frozen Answer Agent ... R_answer = EM(y_pred, "
+        'y_gold)", Eq. 4), standardised within the group (Eq. 3); the paper states no G. '
+        "The bank before a turn holds the facts as the earlier turns left them (the paper's "
+        "is built by GPT-4o-mini from the preceding 24 turns; ours are shorter). Issue 56's "
+        "whole-dialogue reward (every operation sharing the EM on all the dialogue's "
+        "questions) is not the paper's and chose ADD on every test turn",
+        f"start: the head cloned from the Mem0-style heuristic ({hp.warm_start_epochs} "
+        "epochs), the KL reference (the paper's manager starts as an instruct LLM prompted "
+        "with Mem0's instructions; a cold head drifts to UPDATE, whose cost to the memory it "
+        "overwrites no turn's question sees)",
         "trained: the memory manager only; the answer agent stays the frozen LLM (the paper "
         "trains both with RL: the manager, then the answer agent on the trained manager's "
         "memories)",
@@ -483,8 +518,8 @@ def _memory_r1(cfg: LLMMemoryRLParams, runs: Runs, claim: Claim, metric: str, fl
     if "grpo" not in conds or len(conds) < 2:
         return None
     budget = (
-        f"GRPO: {hp.epochs} epochs over the training dialogues, G = {hp.group} operation "
-        "sequences each, rewarded by the exact match on the dialogue's questions; "
+        f"GRPO: {hp.epochs} epochs over the training turns, G = {hp.group} operations per "
+        "turn, each rewarded by the exact match on the turn's question; "
         f"{int(mr1.questions.iloc[0])} test questions; {_runs_of(mr1[mr1.condition == 'grpo'])} "
         "seeds (the baselines "
         "are deterministic: one run each, its spread from its questions resampled by "
@@ -545,6 +580,7 @@ def _memory_r1(cfg: LLMMemoryRLParams, runs: Runs, claim: Claim, metric: str, fl
         if "prompted" in conds and not working
         else []
     )
+    learner, under_reader = reader_control(cfg, runs, claim)
     fractions, series = _checkpointed(mr1, f"checkpoint_{metric}", MR1_LABELS)
     # a deterministic baseline (one run, untrained) is a constant along GRPO's checkpoints
     series = {k: v[0, 0] if len(v) == 1 else v for k, v in series.items()}
@@ -562,6 +598,7 @@ def _memory_r1(cfg: LLMMemoryRLParams, runs: Runs, claim: Claim, metric: str, fl
         "untrained managers keep their one test)",
         floor_reason="" if fl else NO_FLOOR_RUNS,
         positive_control=next(iter(control.items()), None),
+        learners=[learner],
         control_note="the answer agent reading each test conversation's gold memory bank "
         "(what a perfect manager would keep)",
         extra={
@@ -569,8 +606,8 @@ def _memory_r1(cfg: LLMMemoryRLParams, runs: Runs, claim: Claim, metric: str, fl
                 MR1_LABELS[c]: mr1[mr1.condition == c].f1_by_category.iloc[0] for c in conds
             },
             "operations chosen on the test turns (share)": op_shares,
-            "GRPO training curve: the sampled banks' exact match on the training dialogues' "
-            "questions per epoch (mean over seeds)": [
+            "GRPO training curve: the sampled operations' exact match on their training "
+            "turn's question per epoch (mean over seeds)": [
                 round(float(v), 4)
                 for v in np.mean(list(mr1[mr1.condition == "grpo"].reward_em), axis=0)
             ],
@@ -578,6 +615,9 @@ def _memory_r1(cfg: LLMMemoryRLParams, runs: Runs, claim: Claim, metric: str, fl
             "share of test turns given the operation the turn calls for": {
                 c: round(float(v), 3) for c, v in fit.items()
             },
+            f"learnability control: test exact match under the {READER} (mean over runs)": (
+                under_reader
+            ),
         },
     )
 

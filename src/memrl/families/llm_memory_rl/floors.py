@@ -283,6 +283,66 @@ def _gold_bank(conv, embed):
     return MemoryBank(embed, list(facts.values()))
 
 
+def reader_control(embedder: str, dialogue_data: dict, memory_r1: dict, run: int) -> dict:
+    """Memory-R1's learnability control (issue 71): the manager trained as LLM-7/8's GRPO
+    arm is (the same trainer, parameters, warm start and seed), rewarded by a deterministic
+    reader (:class:`~memrl.agents.memory_r1.TopMemoryReader`) instead of the LLM, and tested
+    under that reader beside the managers it must beat: the Mem0-style heuristic, adding
+    every fact, and the gold bank (what ideal operations keep). Under the reader better
+    operations than the heuristic's are known to exist; a manager that does not beat it
+    there says the trainer, not Memory-R1, failed. No LLM runs."""
+    from collections import Counter
+
+    from memrl.agents import memory_r1 as mr1
+    from memrl.envs.dialogue import exact_match, f1_score
+    from memrl.families.llm_memory_rl.jobs import (
+        _embedder,
+        grpo_config,
+        load_dialogues,
+        manager_policy,
+    )
+    from memrl.families.llm_memory_rl.params import DialogueDataParams, MemoryR1Params
+    from memrl.families.llm_memory_rl.tables import READER
+    from memrl.runtime import seed_everything
+
+    seed_everything(run)
+    rng = np.random.default_rng(np.random.SeedSequence([run, 13]))  # as memory_r1_job's
+    hp = _typed(MemoryR1Params, memory_r1)
+    splits = load_dialogues(_typed(DialogueDataParams, dialogue_data))
+    test = splits["test"][: hp.test_conversations]
+    embed = _embedder(embedder).embed
+    reader = mr1.TopMemoryReader(hp.answer_k)
+    policy = manager_policy(hp, splits["train"], embed)
+    history = mr1.train_grpo(policy, splits["train"], reader, embed, grpo_config(hp), rng)
+    managers = {
+        "grpo": mr1.RLManager(policy),
+        "heuristic": mr1.HeuristicManager(hp.heuristic_noop, hp.heuristic_update),
+        "add_only": mr1.AddOnly(),
+    }
+    scored = {}
+    for name, manager in managers.items():
+        rows, ops = mr1.evaluate(manager, test, reader, embed)
+        scored[name] = {**question_items(rows), "ops": dict(Counter(o["op"] for o in ops))}
+    gold = [
+        {"conversation": c.cid, "f1": f1_score(p, q.answer), "em": exact_match(p, q.answer)}
+        for c in test
+        for bank in [_gold_bank(c, embed)]
+        for q in c.questions
+        for p in [reader.answer(bank, q)]
+    ]
+    scored["gold"] = {**question_items(gold), "ops": {}}
+    return {
+        "control": READER,
+        "env": "dialogues",
+        "run": run,
+        "managers": scored,
+        "reward_em": [
+            float(np.mean([h["reward_em"] for h in history if h["epoch"] == e]))
+            for e in range(1, hp.epochs + 1)
+        ],
+    }
+
+
 def grid(cfg: LLMMemoryRLParams) -> list[JobSpec]:
     """The shop's three policies per run (the oracle is deterministic: once), the two shop
     controls per run, the no-memory answerer and the gold-memory control (deterministic:
@@ -335,5 +395,17 @@ def grid(cfg: LLMMemoryRLParams) -> list[JobSpec]:
     out += [  # the answer agent with no memory (the floor) and the gold bank (the control)
         JobSpec(f"{HERE}:{fn}", dialogues, 20.0, label=f"{name} · dialogues")
         for fn, name in (("no_memory_answers", "no memory"), ("gold_memory", "gold memory"))
+    ]
+    from memrl.families.llm_memory_rl.tables import READER
+
+    control = {"embedder": cfg.llm.embedder, **{k: dialogues[k] for k in dialogues if k != "llm"}}
+    out += [  # Memory-R1's learnability control: one per GRPO run, on the same seeds
+        JobSpec(
+            f"{HERE}:reader_control",
+            {**control, "run": r},
+            60.0,
+            label=f"{READER} · dialogues · run {r}",
+        )
+        for r in range(cfg.memory_r1_seeds or cfg.seeds)
     ]
     return out

@@ -19,7 +19,7 @@ Each seed plays the tasks in its own order every iteration.
 **Memory-R1** (Yan et al. 2025).  On LoCoMo-like dialogues (:mod:`memrl.envs.dialogue`) a
 memory manager turns every observed fact into ADD / UPDATE / DELETE / NOOP; the frozen answer
 agent then answers the test questions from the final bank.  ``grpo`` trains the manager with
-GRPO from the answer agent's exact match (one job per seed); ``add_only``, ``heuristic``
+GRPO from the answer agent's exact match on each training turn's question (one job per seed); ``add_only``, ``heuristic``
 (Mem0-style) and ``prompted`` (the LLM without RL) are deterministic, so they run once.
 
 Each job gets only the parameter blocks it reads (as dicts; the grid's condition lists are
@@ -286,6 +286,27 @@ def agentfly_job(
     }
 
 
+def grpo_config(hp: MemoryR1Params):
+    from memrl.agents.memory_r1 import GRPOConfig
+
+    return GRPOConfig(
+        hp.epochs, hp.group, hp.learning_rate, hp.clip, hp.update_epochs, hp.beta, hp.batch
+    )
+
+
+def manager_policy(hp: MemoryR1Params, train, embed):
+    """The manager GRPO starts from: the head, cloned from the Mem0-style heuristic on the
+    training tuples for ``warm_start_epochs`` (0: as initialised)."""
+    from memrl.agents import memory_r1 as mr1
+
+    policy = mr1.ManagerPolicy(embed(["x"]).shape[1], hp.related_k, hp.hidden)
+    if hp.warm_start_epochs:
+        teacher = mr1.HeuristicManager(hp.heuristic_noop, hp.heuristic_update)
+        tuples = mr1.training_tuples(train, embed)
+        mr1.warm_start(policy, tuples, teacher, hp.warm_start_epochs, hp.warm_start_lr)
+    return policy
+
+
 def memory_r1_job(
     llm: dict, dialogue_data: dict, memory_r1: dict, condition: str, run: int
 ) -> dict:
@@ -314,10 +335,8 @@ def memory_r1_job(
     elif condition == "prompted":
         manager = mr1.PromptedManager(scorer, hp.related_k)
     else:
-        policy = mr1.ManagerPolicy(embedder.embed(["x"]).shape[1], hp.related_k, hp.hidden)
-        grpo = mr1.GRPOConfig(
-            hp.epochs, hp.group, hp.learning_rate, hp.clip, hp.update_epochs, hp.beta
-        )
+        policy = manager_policy(hp, splits["train"], embedder.embed)
+        grpo = grpo_config(hp)
 
         def halfway(done: float) -> None:  # the trend's checkpoint (evaluation is greedy)
             if not checks and done >= 0.5:
@@ -344,8 +363,8 @@ def memory_r1_job(
         "f1_by_category": q.groupby("category").f1.mean().round(4).to_dict(),
         "items": question_items(rows),
         "ops_by_kind": {k: g.op.value_counts().to_dict() for k, g in o.groupby("kind")},
-        # GRPO's reward along training: the sampled banks' exact match on the training
-        # dialogues' questions, and the operations sampled, per epoch
+        # GRPO's reward along training: the sampled operations' exact match on their
+        # training turn's question, and the operations sampled, per epoch
         "reward_em": [
             float(np.mean([h["reward_em"] for h in history if h["epoch"] == e]))
             for e in range(1, hp.epochs + 1)

@@ -103,12 +103,15 @@ class MemoryR1Params(StrictModel):
     heuristic_noop: Annotated[float, Field(ge=-1, le=1)]
     heuristic_update: Annotated[float, Field(ge=-1, le=1)]
     hidden: PosInt
-    epochs: PosInt
-    group: Annotated[int, Field(ge=2, strict=True)]  # GRPO's G: operation sequences per dialogue
+    epochs: PosInt  # passes over the training tuples (one per turn carrying a fact)
+    group: Annotated[int, Field(ge=2, strict=True)]  # GRPO's G: operations sampled per state
     learning_rate: Annotated[float, Field(gt=0)]
     clip: Annotated[float, Field(gt=0)]
     update_epochs: PosInt
     beta: Annotated[float, Field(ge=0)]
+    batch: PosInt  # training tuples per policy update
+    warm_start_epochs: NonNegInt  # cloning the Mem0-style heuristic before GRPO (0: cold start)
+    warm_start_lr: Annotated[float, Field(gt=0)]
     test_conversations: PosInt | None = None  # the first n test conversations (None: all)
 
     @model_validator(mode="after")

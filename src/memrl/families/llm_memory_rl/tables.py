@@ -27,6 +27,7 @@ MR1_LABELS = {
     "prompted": "prompted LLM",
     "grpo": "Memory-R1 (GRPO)",
 }
+READER = "deterministic reader"  # Memory-R1's learnability control (floors.reader_control)
 OPS = ("ADD", "NOOP", "UPDATE", "DELETE")  # as memrl.agents.memory_r1.OPS (a test checks)
 # the operation each kind of turn calls for, as the dialogue generator annotates it
 # (memrl.envs.dialogue; no manager sees the kind)
