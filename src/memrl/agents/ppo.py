@@ -175,11 +175,11 @@ class Branch(nn.Module):
         self.in_scan = "resets" in inspect.signature(self.core.forward).parameters
 
     def initial_state(self, n: int) -> State:
-        return self.core.initial_state(n)
+        device = next(self.parameters()).device  # the cores build their states on the CPU
+        return _map(lambda s: s.to(device), self.core.initial_state(n))
 
     def select(self, state: State, idx) -> State:
-        idx = th.as_tensor(idx)
-        return _map(lambda s: s.index_select(self.dim, idx), state)
+        return _map(lambda s: s.index_select(self.dim, th.as_tensor(idx, device=s.device)), state)
 
     def _scaled(self, state: State, keep: th.Tensor) -> State:
         """``state`` times ``keep`` (n,) along the batch axis."""
@@ -201,17 +201,19 @@ class Branch(nn.Module):
         """Head outputs (T, n, out) over segments ``x`` (T, n, d) from ``state`` at their
         first step, reset at the episode starts ``starts`` (T, n)."""
         e = self.embed(x)
+        dev = e.device
         if self.in_scan:  # S5: the whole segment through the scan, resets inside it
-            resets = th.as_tensor(starts, dtype=e.dtype).T
+            resets = th.as_tensor(starts, dtype=e.dtype, device=dev).T
             y, _ = self.core(e.transpose(0, 1), state, resets)
             return [h(y.transpose(0, 1)) for h in self.heads]
         T = x.shape[0]
         p = cut(starts)
-        steps = th.as_tensor(p.t0)[:, None] + th.arange(int(p.length.max()))[None, :]
-        xp = e[steps.clamp(max=T - 1), th.as_tensor(p.env)[:, None]]  # (P, L, d)
-        s0 = self._scaled(self.select(state, p.env), th.as_tensor(p.carry, dtype=e.dtype))
+        steps = th.as_tensor(p.t0, device=dev)[:, None] + th.arange(int(p.length.max()), device=dev)
+        xp = e[steps.clamp(max=T - 1), th.as_tensor(p.env, device=dev)[:, None]]  # (P, L, d)
+        carry = th.as_tensor(p.carry, dtype=e.dtype, device=dev)
+        s0 = self._scaled(self.select(state, p.env), carry)
         y, _ = self.core(xp, s0)  # pieces start at step 0: their padding never reaches them
-        y = y[th.as_tensor(p.at[0]), th.as_tensor(p.at[1])]  # (T, n, hidden)
+        y = y[th.as_tensor(p.at[0], device=dev), th.as_tensor(p.at[1], device=dev)]  # (T, n, h)
         return [h(y) for h in self.heads]
 
 
@@ -394,7 +396,8 @@ def train(
                 rewards = scale(rewards, next_start)  # the time-out bootstrap is added after
                 for i, o_final in finals:  # time-out: bootstrap from the final observation
                     xf = policy_in(o_final, prev[[i]], np.zeros(1, np.float32))
-                    _, v_final, _ = ac.step(tensor(xf), th.zeros(1), ac.select(states, [i]))
+                    zero = th.zeros(1, device=device)
+                    _, v_final, _ = ac.step(tensor(xf), zero, ac.select(states, [i]))
                     rewards[i] += p.gamma * float(v_final)
                 buf["rewards"].append(rewards)
                 step += n
@@ -472,16 +475,16 @@ def evaluate(
 ) -> list[float]:
     """Returns of ``episodes`` greedy (argmax) episodes, each from a zero state; ``observe``
     maps raw observations (1, d) to standardised ones (frozen normalisation)."""
-    n_act, out = int(env.action_space.n), []
+    n_act, out, dev = int(env.action_space.n), [], next(ac.parameters()).device
     for _ in range(episodes):
         obs, _ = env.reset()
         states, start, prev = ac.initial_state(1), np.ones(1, np.float32), np.zeros(1, np.int64)
         total, done = 0.0, False
         while not done:
             raw = observe(np.asarray(obs, np.float32).reshape(1, -1))
-            x = th.as_tensor(inputs(raw, prev, start, n_act, p.prev_action))
-            logits, _, states = ac.step(x, th.as_tensor(start), states)
-            prev, start = logits.argmax(-1).numpy(), np.zeros(1, np.float32)
+            x = th.as_tensor(inputs(raw, prev, start, n_act, p.prev_action), device=dev)
+            logits, _, states = ac.step(x, th.as_tensor(start, device=dev), states)
+            prev, start = logits.argmax(-1).cpu().numpy(), np.zeros(1, np.float32)
             obs, r, term, trunc, _ = env.step(int(prev[0]))
             total += float(r)
             done = term or trunc

@@ -42,14 +42,15 @@ _COST = {
     "RPPO": 0.004,
     "PPO": 0.0015,
 }
-# PPO-<core> on POPGym at the default's sizes: ~1 / (env steps per core-second) measured by
-# benchmarks/popgym_ppo.py (Intel Xeon, 2026-12-01)
+# PPO-<core> on POPGym at the default's sizes: 1 / (env steps per core-second), medians of
+# benchmarks/popgym_ppo.py (Intel Xeon, 2026-12-01, a loaded machine: GRU 1,719, LSTM 1,525,
+# FFM 1,387, S5 1,685); the window core as the GRU
 POPGYM_COST = {
-    "gru": 1 / 1900,
-    "lstm": 1 / 1900,
-    "ffm": 1 / 1350,
-    "s5": 1 / 1550,
-    "window": 1 / 2000,
+    "gru": 1 / 1719,
+    "lstm": 1 / 1525,
+    "ffm": 1 / 1387,
+    "s5": 1 / 1685,
+    "window": 1 / 1719,
 }
 
 
@@ -208,6 +209,8 @@ def ppo_timing(env_id: str, hp: dict[str, Any], cores: list[str], steps: int, re
 
     env_fn = partial(make, env_id)
     label = {c: f"PPO-{CORES[c].label}" for c in cores}
+    rollout = hp["n_envs"] * hp["n_steps"]
+    done = -(-steps // rollout) * rollout  # train runs whole rollouts
     ms: dict[str, list[float]] = {label[c]: [] for c in cores}
     threads = th.get_num_threads()
     th.set_num_threads(1)
@@ -218,7 +221,7 @@ def ppo_timing(env_id: str, hp: dict[str, Any], cores: list[str], steps: int, re
                 start = time.perf_counter()
                 ppo.train(env_fn, p, steps, r)
                 if r:
-                    ms[label[c]].append(1e3 * (time.perf_counter() - start) / steps)
+                    ms[label[c]].append(1e3 * (time.perf_counter() - start) / done)
     finally:
         th.set_num_threads(threads)
     env = env_fn(0)
