@@ -95,3 +95,35 @@ def test_tmaze_arms_at_one_seed_share_their_mazes_and_are_paired_by_seed():
     assert list(g.items[0]) == first  # seed order
     (_, cg), (_, cl) = (ro._card_arm(cfg, runs, c, 12, RO_10) for c in ("gru", "lstm"))
     assert paired_by_seed(cg, cl) and not paired_by_seed(cg, replace(g, per_seed=False))
+
+
+def test_er4_decides_nothing_where_every_arm_and_the_floor_score_zero():
+    """ER-4 at 30-50 bits: DQN+HER, DQN and the random policy score 0 on every seed; the
+    paper's level (0.9) no longer "clears" the floor for an arm at it: every comparison at
+    those lengths is undecided (floor), where a DQN+HER that solves them is judged."""
+    import test_claims as tc
+
+    from memrl.families.experience_replay import claims as er
+
+    cfg = tc.cfg_of("experience_replay")
+    runs = tc.er_runs(cfg, True)
+    her = runs["her"].copy()
+    long = her.n_bits >= 30
+    her.loc[long, "success"] = 0.0
+    her["checkpoint_success"] = [
+        [0.0] * 4 if lg else c for lg, c in zip(long, her.checkpoint_success, strict=True)
+    ]
+    floors = pd.DataFrame(
+        [
+            {"floor": "random", "env": f"bits {n}", "n_bits": n, "seed": s, "score": 0.0}
+            for n in cfg.her.n_bits
+            for s in range(cfg.seeds)
+        ]
+    )
+    zero = er.er_4(cfg, {**runs, "her": her}, floors)
+    long_n = [n for n in cfg.her.n_bits if n >= 30]
+    named = [(o, o.comparison.better + " " + o.comparison.worse) for o in zero.outcomes]
+    at_zero = [o for o, t in named if any(f"· {n} bits" in t for n in long_n)]
+    assert at_zero and all(o.judgement.reason == "floor" for o in at_zero), [
+        (str(o.comparison), o.judgement.reason) for o in at_zero
+    ]
