@@ -146,6 +146,7 @@ def simulated(
         used=Budget(10, "steps") if short else None,
         coverage_complete=complete,
         power_experiments=0,  # the seeds a decision needs: not part of the rates
+        reps=bootstrap.REPS,  # the rates were measured at 4,000 resamples (their price)
     )
 
 
@@ -335,6 +336,7 @@ def claim_of(est: dict, comparisons: list, why: str) -> ClaimResult:
         deviations=[],
         floor_reason=why,
         power_experiments=0,
+        reps=bootstrap.REPS,
     )
 
 

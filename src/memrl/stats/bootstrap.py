@@ -25,7 +25,24 @@ import numpy as np
 from memrl.stats.aggregate import Estimate, iqm, stable_seed
 
 LEVEL = 0.95
-REPS = 4000  # bootstrap resamples per difference: the expanded tails sit at ~0.1% for 5 seeds
+REPS = 4000  # bootstrap resamples at the least (an arm's CI, a floor check, a trend)
+# bootstrap resamples per judged comparison (benchmarks/bootstrap_reps.py, issue 71): the
+# expanded tails sit at ~0.1% for 5 seeds, set by ~4 draws at 4,000 resamples (a repeated
+# difference's ends moved by a Monte-Carlo sd of 0.05-0.07 at 5 seeds); at 50,000 (~50
+# draws) the sd is 0.004-0.007 and the ends agree to 2 significant digits but at a rounding
+# boundary, at ~0.13-0.27 s per difference (4,000: 13-29 ms). Arms with items resample every
+# run's items per (replicate, seed slot): 8 runs x 40 items cost ~2.5 s per difference at
+# 4,000, so they stop at ITEM_REPS (not yet 2-digit stable there: a deviation, priced)
+CLAIM_REPS = 50_000
+ITEM_REPS = 10_000
+
+
+def reps_for(better, worse, reps: int) -> int:
+    """Resamples for a difference of ``better`` and ``worse``: ``reps``, at least
+    :data:`REPS`, at most :data:`ITEM_REPS` where an arm resamples items (their price)."""
+    if any(isinstance(s, Arm) and s.items for s in (better, worse)):
+        reps = min(reps, ITEM_REPS)
+    return max(reps, REPS)
 
 
 def _mean(x: np.ndarray, axis: int = 0) -> np.ndarray:
@@ -431,7 +448,7 @@ def difference(
                 "a difference needs >= 2 finite values per arm (or one run's items, or a constant)"
             )
     rng = np.random.default_rng(seed)
-    reps = max(reps, REPS)
+    reps = reps_for(better, worse, reps)
     if paired_by_seed(better, worse):  # the same seeds and items drawn for both arms
         plan = _draws(better, rng, reps)
         da = _boot_arm(better, rng, reps, statistic, plan)

@@ -22,7 +22,7 @@ from functools import cached_property
 from typing import Any
 
 from memrl.stats.aggregate import Estimate, stable_seed
-from memrl.stats.bootstrap import REPS, Arm
+from memrl.stats.bootstrap import CLAIM_REPS, Arm
 from memrl.stats.compare import (
     BEATS,
     FAILS,
@@ -371,7 +371,7 @@ class ClaimResult:
     trends: list[Any] = field(default_factory=list)  # memrl.stats.trend.Trend, one per comparison
     trend_note: str = ""  # what the trend is measured on, or why there is none
     floor_reason: str = ""
-    reps: int = REPS  # bootstrap resamples per difference
+    reps: int = CLAIM_REPS  # bootstrap resamples per judged difference
     power_experiments: int = 100  # simulations per seed count behind "~N seeds would decide"
     conditions: list[Condition] = field(default_factory=list)
     # (name, arm) of a positive control: the method given what it should need to succeed (the
