@@ -127,3 +127,21 @@ def test_er4_decides_nothing_where_every_arm_and_the_floor_score_zero():
     assert at_zero and all(o.judgement.reason == "floor" for o in at_zero), [
         (str(o.comparison), o.judgement.reason) for o in at_zero
     ]
+
+
+def test_ec3_is_judged_at_a_conservative_radius():
+    """EC-3 ("at conservative thresholds, no significant loss") at the radius that
+    aggregates (keeps < 94% of exact MFEC's keys) and keeps the most: with the sweep keeping
+    103%, 95%, 91%, 72% and 42% (r = 1, 1.2, 1.3, 1.5, 2), r = 1.3, conservative (>= 90%);
+    the sweep {1, 1.5, 2} judged r = 1.5, which keeps 72%."""
+    cfg = cfg_of("episodic_control")
+    assert {1.2, 1.3} <= set(cfg.aggregation.merge_radii)
+    kept = {0.0: 1.0, 1.0: 1.03, 1.2: 0.95, 1.3: 0.91, 1.5: 0.72, 2.0: 0.42}
+    df = ec_runs(cfg, True)
+    sweep = df.env == short_env(cfg.aggregation.env_id)
+    df.loc[sweep, "memory_size"] = [
+        1000.0 * kept[r] + s for r, s in zip(df[sweep].merge_radius, df[sweep].seed, strict=True)
+    ]
+    ec3 = next(r for r in ec.claims(cfg, df) if r.claim.claim_id == "EC-3")
+    assert ec3.ours == "MFEC r=1.3", ec3.ours
+    assert "keeping 91% of exact MFEC's keys (conservative)" in ec3.coverage_note
