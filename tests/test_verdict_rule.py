@@ -408,6 +408,9 @@ def main(experiments: int) -> None:
             rates = verdict_rates(n, shifts, experiments, seed=1, **kw)
             rate = sum(rates[c] for c in categories)
             print(f"{name:<46} {n:>2} seeds: {rate:.1%}")
+    for declared in (True, False):
+        rate = copies_rate(min(experiments, 100), declared)
+        print(f"copies entered as seeds, {'one run' if declared else '8 seeds':<24}: {rate:.1%}")
 
 
 if __name__ == "__main__":
