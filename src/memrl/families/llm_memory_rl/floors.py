@@ -403,7 +403,7 @@ def grid(cfg: LLMMemoryRLParams) -> list[JobSpec]:
         JobSpec(
             f"{HERE}:reader_control",
             {**control, "run": r},
-            60.0,
+            10.0,  # measured: 4-6 core-s after the embedder loads (AMD EPYC, 1 thread)
             label=f"{READER} · dialogues · run {r}",
         )
         for r in range(cfg.memory_r1_seeds or cfg.seeds)
