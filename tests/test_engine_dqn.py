@@ -11,10 +11,20 @@ import pytest
 
 pytest.importorskip("jax")
 
-from memrl.engines import minatar_dqn as E  # noqa: E402  (pins this process first)
 from memrl.families import load_family  # noqa: E402
 
 HP = load_family("experience_replay", "default").stream.dqn
+
+
+@pytest.fixture(scope="module")
+def E():
+    """The engine, imported by the tests that run it (it pins the process that imports it to
+    one core): not at collection, so the session's other tests keep their cores until then."""
+    from memrl.engines import minatar_dqn
+
+    return minatar_dqn
+
+
 SHAPE, ACTIONS, BATCH = (4, 10, 10), 3, 32
 
 
@@ -46,7 +56,7 @@ def reference_update(policy, target, opt, s, a, r, s2, terminal, gamma):
     opt.step()
 
 
-def test_initial_weights_are_torchs():
+def test_initial_weights_are_torchs(E):
     import torch as th
 
     th.manual_seed(3)
@@ -58,7 +68,7 @@ def test_initial_weights_are_torchs():
         np.testing.assert_array_equal(np.asarray(params[f"{names[prefix]}.{kind}"]), t.numpy())
 
 
-def test_updates_equal_torchs_reference_update():
+def test_updates_equal_torchs_reference_update(E):
     """400 updates (the target copied every 100) from the same weights on the same batches:
     every parameter within float rounding of torch's, far below one update's size."""
     import jax
@@ -97,7 +107,7 @@ def test_updates_equal_torchs_reference_update():
     assert worst < 1e-6, worst  # float rounding, not a setting
 
 
-def test_a_run_is_deterministic_and_learns_nothing_before_the_replay_start():
+def test_a_run_is_deterministic_and_learns_nothing_before_the_replay_start(E):
     from functools import partial
 
     from memrl.envs.registry import make

@@ -34,7 +34,7 @@ plays all 6 actions).
 
 from __future__ import annotations
 
-from functools import partial
+from functools import cache, partial
 from typing import Any
 
 from memrl.engines.pin import pin
@@ -127,6 +127,13 @@ def make_act(hp: MinAtarDQNParams):
     return greedy
 
 
+@cache
+def compiled(hp_json: str):
+    """The update and the greedy action for one config (its JSON), compiled once a process."""
+    hp = MinAtarDQNParams.model_validate_json(hp_json)
+    return make_update(hp), make_act(hp)
+
+
 def epsilon(hp: MinAtarDQNParams, t: int) -> float:
     """The reference's epsilon at frame ``t`` >= the replay start (dqn.py:170-171)."""
     e0, e1, n = hp.exploration_initial_eps, hp.exploration_final_eps, hp.exploration_steps
@@ -159,7 +166,7 @@ def train(
     target = jax.tree.map(jnp.array, params)  # a copy (dqn.py:276)
     square_avg = jax.tree.map(jnp.zeros_like, params)
     grad_avg = jax.tree.map(jnp.zeros_like, params)
-    update, greedy = make_update(hp), make_act(hp)
+    update, greedy = compiled(hp.model_dump_json())
     n = min(hp.buffer_size, total_steps)
     states, nexts = np.zeros((n, *shape), np.uint8), np.zeros((n, *shape), np.uint8)
     actions, rewards = np.zeros(n, np.int32), np.zeros(n, np.float32)
