@@ -4,7 +4,10 @@ items, per-seed universal statements, bootstrap tails stable to 2 significant di
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
+from test_stats import _claim as claim_of_stats
 
 from memrl.stats.bootstrap import arm
 from memrl.stats.claims import (
@@ -17,19 +20,7 @@ from memrl.stats.claims import (
 
 
 def _claim(cid: str = "VI", effect: PaperEffect | None = None) -> Claim:
-    return Claim(
-        family="f",
-        claim_id=cid,
-        paper="P",
-        source="S",
-        statement="s",
-        paper_value="v",
-        metric="m",
-        higher_is_better=True,
-        regime="early",
-        paper_budget=None,
-        paper_effect=effect,
-    )
+    return replace(claim_of_stats(regime="early", cid=cid), paper_effect=effect)
 
 
 def _result(est: dict, comps: list, cid: str = "VI", **kw) -> ClaimResult:
