@@ -398,7 +398,9 @@ EXPECTED_SECONDS = {
     ("rlem_job", "rlem_no_discouraged"): 120,
     ("rlem_job", "static"): 33,
     ("rlem_job", "llm"): 17,
-    ("memory_r1_job", "grpo"): 236,
+    # the per-turn trainer (issue 71): ~300-500 answer calls (one per (turn, operation) sampled)
+    # + ~150 at test, ~0.33-0.46 core-s each; one epoch on one test conversation: 124 core-s
+    ("memory_r1_job", "grpo"): 250,
     ("memory_r1_job", "prompted"): 109,
     ("memory_r1_job", "add_only"): 58,
     ("memory_r1_job", "heuristic"): 56,
