@@ -39,6 +39,13 @@ def D():
 
 UPDATES = 2_000
 GAME = "MinAtar/Breakout-v1"
+# the cores this session may use, read before any test pins it (an engine import binds the
+# process to one core); else the machine's
+CORES = (
+    sorted(os.sched_getaffinity(0))
+    if len(os.sched_getaffinity(0)) > 1
+    else list(range(os.cpu_count() or 1))
+)
 
 
 def _max_diff(torch_state: dict, names: dict[str, str], params: dict) -> float:
@@ -248,6 +255,7 @@ def test_the_engines_train_as_the_contract_says(S, D):
 _CHILD = r"""
 import json, os, sys
 os.sched_setaffinity(0, set(json.loads(sys.argv[1])))
+started = len(os.sched_getaffinity(0))
 from functools import partial
 import memrl, hashlib
 from memrl.engines import stream_q
@@ -259,29 +267,34 @@ h = hashlib.sha256(json.dumps(log).encode())
 for k in sorted(final["params"]):
     h.update(final["params"][k].tobytes())
 import jax
-print(json.dumps({"hash": h.hexdigest(), "cores": len(os.sched_getaffinity(0)),
+print(json.dumps({"hash": h.hexdigest(), "cores": len(os.sched_getaffinity(0)), "started": started,
                   "threads": len(os.listdir("/proc/self/task"))}))
 """
 
 
-def _child(code: str, cores: set[int], env: dict | None = None) -> dict:
+def _fresh_env() -> dict[str, str]:
+    """This environment without the engine's pin (a process pinned here passes it on)."""
+    return {k: v for k, v in os.environ.items() if k not in pin.environment("cpu")}
+
+
+def _child(code: str, cores: set[int]) -> dict:
     out = subprocess.run(
         [sys.executable, "-c", code, json.dumps(sorted(cores))],
         capture_output=True,
         text=True,
-        env={**os.environ, **(env or {})},
+        env=_fresh_env(),
         check=True,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores to start with")
+@pytest.mark.skipif(len(CORES) < 2, reason="needs two cores to start with")
 def test_the_engines_bytes_do_not_depend_on_the_cores_a_process_starts_with():
     """Fresh processes started on one core and on two: the pin binds each to one core before
     jax loads, and their runs are the same bytes."""
-    cores = sorted(os.sched_getaffinity(0))[:2]
-    one = _child(_CHILD, {cores[0]})
-    two = _child(_CHILD, set(cores))
+    one = _child(_CHILD, {CORES[0]})
+    two = _child(_CHILD, set(CORES[:2]))
+    assert (one["started"], two["started"]) == (1, 2)
     assert one["cores"] == two["cores"] == 1
     assert one["hash"] == two["hash"]
 
@@ -292,19 +305,20 @@ os.sched_setaffinity(0, set(json.loads(sys.argv[1])))
 os.environ["JAX_PLATFORMS"] = "cpu"
 import hashlib, jax, jax.numpy as jnp
 x = jax.random.normal(jax.random.key(0), (512, 512))
-y = jax.jit(lambda a: jnp.cumsum(a @ a, axis=0).sum(axis=1))(x)
-print(json.dumps({"hash": hashlib.sha256(jax.device_get(y).tobytes()).hexdigest()}))
+y = jax.jit(lambda a: a.sum())(jax.random.normal(jax.random.key(0), (1 << 20,)))
+print(json.dumps({"hash": hashlib.sha256(jax.device_get(y).tobytes()).hexdigest(),
+                  "cores": len(os.sched_getaffinity(0))}))
 """
 
 
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores to start with")
+@pytest.mark.skipif(len(CORES) < 2, reason="needs two cores to start with")
 def test_without_the_pin_the_cores_change_the_bytes():
     """What the pin guards against, so that the test above can fail: unpinned, XLA sizes its
-    threads by the affinity mask and one core and two give other bytes (a product and a
-    scan; research notes, sixth round)."""
-    cores = sorted(os.sched_getaffinity(0))[:2]
-    one = _child(_UNPINNED, {cores[0]})
-    two = _child(_UNPINNED, set(cores))
+    threads by the affinity mask and one core and two give other bytes (measured here: the
+    sum of 2^20 floats; research notes, sixth round: small scans and products)."""
+    one = _child(_UNPINNED, {CORES[0]})
+    two = _child(_UNPINNED, set(CORES[:2]))
+    assert (one["cores"], two["cores"]) == (1, 2)
     if one["hash"] == two["hash"]:
         pytest.xfail("this CPU's XLA partitions this workload alike on 1 and 2 cores")
     assert one["hash"] != two["hash"]
@@ -338,9 +352,32 @@ def test_the_pin_names_flags_versions_and_one_core(S):
 def test_the_pin_refuses_a_jax_started_before_it():
     code = (
         "import os; os.environ['JAX_PLATFORMS'] = 'cpu'\n"
+        "os.sched_setaffinity(0, range(os.cpu_count()))\n"
         "import jax.numpy as jnp; jnp.ones(1).block_until_ready()\n"
         "from memrl.engines import pin\n"
         "try:\n    pin.pin()\nexcept pin.PinError as e:\n    print('refused', e)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=_fresh_env(), check=True
+    )
     assert out.stdout.startswith("refused")
+
+
+def test_verify_reruns_an_engine_job_identical_and_its_store_records_the_pin(tmp_path):
+    """An engine job (a smoke-sized stream_engine_job) run in a fresh pool process, then
+    rerun by memrl verify's machinery in another: identical, and the record keeps the pin."""
+    from memrl.executors import execute
+    from memrl.families import get, load_family
+    from memrl.runs import RunStore
+    from memrl.verify import verify
+
+    cfg = load_family("experience_replay", "smoke")
+    spec = next(s for s in get("experience_replay").grid(cfg) if s.engine == "xla"
+                and s.fn.endswith(":stream_engine_job"))  # fmt: skip
+    store = RunStore(tmp_path / "store")
+    execute([spec], store, "process", 1, fresh=True)
+    rec = store.load(spec)
+    assert rec["isa"]["engine"]["key"] == pin.KEY
+    assert rec["isa"]["engine"]["XLA_FLAGS"] == pin.environment("cpu")["XLA_FLAGS"]
+    (checked,) = verify([(spec, rec)], workers=1)
+    assert checked.status == "identical", checked.detail

@@ -2,7 +2,9 @@
 exact versions, the way :mod:`memrl.isa` pins torch's.
 
 A jitted JAX run on CPU gives the same bytes run to run and across fresh processes. Its
-bytes change with (measured, ``docs``: research notes' sixth round; issue 73):
+bytes change with (measured: the research notes' sixth round, issue 73, and
+``tests/test_engine.py`` on an Intel Xeon, where unpinned a sum of 2^20 floats differs on one
+core and two; ``benchmarks/engine_fingerprints.py`` compares machines):
 
 - **the number of cores the process sees**: XLA sizes its thread pools by the affinity mask
   and partitions small scans and products by them (1 core != 2 cores);

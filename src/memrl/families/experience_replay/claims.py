@@ -467,6 +467,17 @@ COMPETITIVE = Margin(
 )
 
 
+ON_THE_ENGINE = (
+    "stream Q(λ) and DQN1 trained on the accelerated engine (memrl.engines: JAX on CPU, XLA "
+    "pinned to AVX2 and one core a process): the torch agent's and SB3's algorithms with each "
+    "step one compiled call, equal to them step for step within float rounding from the same "
+    "initial weights (tests/test_engine.py); the games are the minatar package's, stepped "
+    "from Python (no port: the package steps ~10x faster than the compiled agent); the TD "
+    "error in float32 (the torch agent: float64); DQN1's exploration draws from a generator "
+    "of its own (SB3: numpy's global one)"
+)
+
+
 def _late_at(df: pd.DataFrame) -> np.ndarray:
     """Seeds x checkpoints: mean training return in the window ending at each quarter."""
     return np.array(
@@ -524,6 +535,7 @@ def _stream(cfg: ExperienceReplayParams, runs: Runs, floors, claim: Claim, worse
             "DQN1: SB3 DQN with a buffer of 1, batch 1, an update every step, the MinAtar "
             "network and a target network (the paper's DQN1 settings beyond buffer and batch "
             "not retrieved)",
+            *((ON_THE_ENGINE,) if st.engine == "xla" else ()),
             "DQN with replay: the episodic-control family's MinAtar DQN (buffer 100k, batch "
             "32, an update every 4 steps)",
             *kw.pop("deviations", []),
