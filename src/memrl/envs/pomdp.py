@@ -165,7 +165,6 @@ POPGYM_TASKS: dict[str, str] = {
     "RepeatFirstEasy": "popgym.envs.repeat_first",
     "CountRecallEasy": "popgym.envs.count_recall",
     "PositionOnlyCartPoleEasy": "popgym.envs.position_only_cartpole",
-    "PositionOnlyCartPoleMedium": "popgym.envs.position_only_cartpole",  # 400 steps (Easy 200)
 }
 
 

@@ -7,7 +7,10 @@ knows about claims."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from memrl.agents.random_policy import CHANCE, chance, random_policy
+from memrl.envs import popgym_levels
 from memrl.envs.registry import short_env
 from memrl.families.recurrent_off_policy.params import RecurrentOffPolicyParams
 from memrl.jobs import JobSpec
@@ -15,6 +18,16 @@ from memrl.jobs import JobSpec
 TMAZE_ID = "memrl/PassiveTMaze-v0"
 RANDOM = f"{random_policy.__module__}:{random_policy.__name__}"
 CHANCE_FN = f"{chance.__module__}:{chance.__name__}"
+
+
+def popgym_random(**kw: Any) -> dict[str, Any]:
+    """:func:`memrl.agents.random_policy.random_policy` on one of POPGym's harder levels
+    (:mod:`memrl.envs.popgym_levels`, registered by importing it: a job process may not have)."""
+    popgym_levels.register()
+    return random_policy(**kw)
+
+
+POPGYM_RANDOM = f"{__name__}:{popgym_random.__name__}"
 
 
 def _tmaze(env: str, length: int, seed: int, episodes: int, cost: float) -> list[JobSpec]:
@@ -42,7 +55,9 @@ def grid(cfg: RecurrentOffPolicyParams) -> list[JobSpec]:
             for e in cfg.envs:
                 env = short_env(e.env_id)
                 kw = {"env_id": e.env_id, "env": env, "seed": s, "episodes": cfg.eval_episodes}
-                out.append(JobSpec(RANDOM, kw, 1.0, label=f"random · {env} · seed {s}"))
+                level = e.env_id.removeprefix("popgym/").removesuffix("-v0") in popgym_levels.LEVELS
+                fn = POPGYM_RANDOM if level else RANDOM
+                out.append(JobSpec(fn, kw, 1.0, label=f"random · {env} · seed {s}"))
             for length in cfg.tmaze.lengths:
                 out += _tmaze(f"T-Maze L={length}", length, s, cfg.tmaze.eval_episodes, 0.1)
         # the memory card's and RO-11's fair test's T-Mazes, scored as they score a core,

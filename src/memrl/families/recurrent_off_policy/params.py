@@ -16,6 +16,7 @@ from memrl.agents.offline_policies import ModelName
 from memrl.agents.ppo import PPOParams
 from memrl.agents.recurrent_loop import RecurrentParams
 from memrl.agents.sb3_sac import SACParams
+from memrl.envs import popgym_levels  # noqa: F401  (POPGym's harder levels, before env ids validate)
 from memrl.memory.cores import CORES, core_name
 from memrl.schema import EnvId, PosInt, StrictModel
 
