@@ -100,9 +100,15 @@ def run_spec(spec: Mapping[str, Any], threads: int = 1) -> tuple[dict[str, Any],
     set_torch_threads(threads)  # torch and numpy are loaded: check() sees both
     warm_up_blas()
     kernels = isa.check()
+    if spec.get("engine"):  # XLA pinned before jax loads (memrl.engines.pin)
+        from memrl.engines import pin
+
+        pin.pin()
     fn = resolve(spec["fn"])
     start, cpu = time.perf_counter(), time.process_time()
     result = fn(**spec["kwargs"])
+    if spec.get("engine"):
+        kernels["engine"] = pin.check()
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     if not isinstance(result, dict):
         raise TypeError(f"{spec['fn']} returned {type(result).__name__}, not a dict")
