@@ -9,7 +9,8 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from memrl.envs.registry import short_env
+from memrl.agents.sb3_dqn import minatar_dqn_deviations
+from memrl.envs.registry import MINATAR_PREFIX, short_env
 from memrl.families.episodic_control.params import EpisodicControlParams, method_label
 from memrl.stats.aggregate import iqm, stable_seed
 from memrl.stats.bootstrap import Arm, arm
@@ -191,6 +192,14 @@ def _dqn_learns(
     return out
 
 
+def _dqn_deviations(cfg: EpisodicControlParams) -> list[str]:
+    """DQN's settings as run: MinAtar's own DQN on the MinAtar games (each budget), rl-zoo's
+    hyperparameters on CartPole."""
+    steps = sorted({e.total_timesteps for e in cfg.envs if e.env_id.startswith(MINATAR_PREFIX)})
+    out = [d for n in steps for d in minatar_dqn_deviations(cfg.dqn_minatar, n)]
+    return list(dict.fromkeys(out)) + ["DQN on CartPole: rl-zoo's hyperparameters"]
+
+
 def _used(cfg: EpisodicControlParams, envs: list[str]) -> Budget:
     steps = {short_env(e.env_id): e.total_timesteps for e in cfg.envs}
     return Budget(min(steps[e] for e in envs), FRAMES)
@@ -327,10 +336,7 @@ def ec_1(cfg: EpisodicControlParams, df: pd.DataFrame, floors=None) -> ClaimResu
         trend_note=WINDOWS,
         deviations=[
             MINATAR,
-            "DQN: SB3 with the MinAtar network; epsilon 1 -> 0.1 from the replay start over 2% "
-            "of the budget (MinAtar: its first 100k of 5M frames), training every 4 steps "
-            "(MinAtar: every step) with Adam (MinAtar: RMSprop); rl-zoo hyperparameters on "
-            "CartPole",
+            *_dqn_deviations(cfg),
             "MFEC: epsilon 1 -> 0.005 over 10% of the budget (paper: 0.005)",
             LEARNS,
         ],
@@ -472,6 +478,7 @@ def ec_4(cfg: EpisodicControlParams, df: pd.DataFrame, floors=None) -> ClaimResu
         trend_note=WINDOWS,
         deviations=[
             MINATAR,
+            *_dqn_deviations(cfg),
             f"embedding: MinAtar conv torso -> {p.key_dim}-d keys (Kaixhin/EC: 128)",
             f"Adam {p.learning_rate:g} (paper RMSprop 7.92e-6 over 10M frames); learning "
             f"starts after {p.learning_starts} steps (paper 50k); DND capacity "

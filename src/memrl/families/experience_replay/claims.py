@@ -9,6 +9,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from memrl.agents.sb3_dqn import minatar_dqn_deviations
 from memrl.families.experience_replay.params import ExperienceReplayParams, q_label
 from memrl.stats.aggregate import reference
 from memrl.stats.bootstrap import arm
@@ -536,8 +537,7 @@ def _stream(cfg: ExperienceReplayParams, runs: Runs, floors, claim: Claim, worse
             "network and a target network (the paper's DQN1 settings beyond buffer and batch "
             "not retrieved)",
             *((ON_THE_ENGINE,) if st.engine == "xla" else ()),
-            "DQN with replay: the episodic-control family's MinAtar DQN (buffer 100k, batch "
-            "32, an update every 4 steps)",
+            *(minatar_dqn_deviations(st.dqn, st.dqn_timesteps) if worse == DQN_REPLAY else ()),
             *kw.pop("deviations", []),
         ],
         coverage_complete=False,
