@@ -24,6 +24,9 @@ from __future__ import annotations
 import argparse
 import time
 
+import memrl  # noqa: F401  (pins the kernels before numpy loads: memrl.isa)
+
+# isort: split
 import numpy as np
 
 from memrl.stats.bootstrap import ITEM_REPS, _tail, arm, difference
