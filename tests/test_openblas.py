@@ -84,17 +84,43 @@ def test_a_job_makes_no_mkl_blas_or_lapack_call():
     assert calls == [], f"{len(calls)} MKL calls, e.g. {sorted(set(calls))[:5]}"
 
 
-# the workload's bytes on the route, computed on an AMD EPYC (2026-11-27). Unrouted, under
-# MKL COMPATIBLE, the same workload gave these (kernel_fingerprints.py's "mlp adam x20",
-# ../shared/tools/reference): the old path fails this test on either vendor
-MLP_ADAM_ROUTED = "cd3d9dfee84eb033"
-MLP_ADAM_MKL = {"AMD EPYC": "ad7417ca528ca723", "Intel Xeon (AVX-512)": "aa821ae24752edf1"}
+# the workload's bytes on the route (products and sqrt), computed on an Intel Xeon (family 6,
+# model 207; 2026-12-02). Before: unrouted, under MKL COMPATIBLE (kernel_fingerprints.py's
+# "mlp adam x20", ../shared/tools/reference), and with the products routed but MKL's sqrt
+# (an AMD EPYC on 2026-11-27, this Xeon on 2026-12-01): the old paths fail this test on
+# either vendor
+MLP_ADAM_ROUTED = "52121a29ada01e10"
+MLP_ADAM_BEFORE = {
+    "MKL, AMD EPYC": "ad7417ca528ca723",
+    "MKL, Intel Xeon (AVX-512)": "aa821ae24752edf1",
+    "products routed, AMD EPYC": "cd3d9dfee84eb033",
+    "products routed, Intel Xeon": "e4b94ca0894e8324",
+}
 
 
 @pytest.mark.skipif(isa.level() != "x86-64-v3", reason="the reference is the default level's")
 def test_the_mlp_update_gives_the_bytes_computed_on_the_other_vendor():
-    assert MLP_ADAM_ROUTED not in MLP_ADAM_MKL.values()
+    assert MLP_ADAM_ROUTED not in MLP_ADAM_BEFORE.values()
     assert _run("mlp").stdout.split() == ["mlp", MLP_ADAM_ROUTED]
+
+
+def test_sqrt_is_correctly_rounded():
+    """MKL's vector-math sqrt, torch's own on the CPU, is a unit in the last place off for 1 in
+    6 floats under MKL COMPATIBLE (and follows the vendor: the MLP workload's only
+    unrouted op that differed). IEEE's sqrt is one answer on every CPU."""
+    _routed()
+    g = th.Generator().manual_seed(5)
+    a = th.randn(1_000_003, generator=g).abs() * 1e-3
+    want = np.sqrt(a.numpy().astype(np.float64)).astype(np.float32)  # exact, then one rounding
+    cases = {
+        "contiguous": (a.sqrt(), want),
+        "strided": (th.sqrt(a[::2]), want[::2]),
+        "in place": (a.clone().sqrt_(), want),
+        "foreach (Adam's)": (th._foreach_sqrt([a])[0], want),
+    }
+    wrong = {k: int((got.numpy() != w).sum()) for k, (got, w) in cases.items()}
+    assert wrong == dict.fromkeys(cases, 0)
+    assert th.sqrt(th.tensor(4.0)).shape == () and th.tensor([4, 9]).sqrt().dtype == th.float32
 
 
 def _routed() -> None:

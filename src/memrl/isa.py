@@ -16,8 +16,10 @@ Levels (``MEMRL_ISA``; ``x86-64-v3`` unless set):
   product, convolution and LAPACK call of torch's on that OpenBLAS
   (``MEMRL_PRODUCTS=openblas``: :mod:`memrl.openblas`), since MKL's ``COMPATIBLE`` branch,
   which Intel documents as giving the same results on non-Intel CPUs, was measured not to
-  for some product shapes (issue 52); MKL stays on that branch for its vector math
-  (``exp``, ``log``: measured equal on both vendors).
+  for some product shapes (issue 52), and torch's ``sqrt`` and ``erfinv`` on numpy's and
+  scipy's code (MKL's vector-math ``sqrt`` is not correctly rounded on that branch and
+  follows the vendor); MKL stays on that branch for ``exp``, ``log`` and ``tanh`` (measured
+  equal on both vendors).
 - ``x86-64-v2`` (SSE4.2: any x86-64 CPU from 2009): torch's default kernels, numpy's
   baseline, OpenBLAS's Nehalem kernels, numba for Nehalem, oneDNN capped at SSE4.1, MKL
   ``COMPATIBLE``.

@@ -1,12 +1,12 @@
-"""torch's matrix products on numpy's pinned OpenBLAS: one code path on every x86-64 CPU.
+"""torch's matrix products, square root and inverse error function on numpy's pinned code:
+one code path on every x86-64 CPU.
 
 Under the pinned kernel set (:mod:`memrl.isa`) torch's float products still run on MKL's
 ``COMPATIBLE`` branch, which Intel documents as giving the same results on Intel and
 non-Intel CPUs. Measured, it does not always: ``kernel_fingerprints.py`` finds a 20-step
 Adam update of a 17-256-256-1 MLP different between an Intel Xeon and an AMD EPYC under
 that branch (its 256x256x256 products, exp and log agree), and the memory card's ``window``
-and ``lstm`` jobs' losses differ in their last bits (issue 52). MKL_VERBOSE shows that
-update's only MKL calls are SGEMMs (with a dimension of 1 or 17).
+and ``lstm`` jobs' losses differ in their last bits (issue 52).
 
 :func:`route` registers CPU kernels for the ATen operators that call BLAS (``mm``,
 ``addmm``, ``bmm``, ``baddbmm``, ``addbmm``, ``addmv``, ``dot``, ``vdot``, their in-place and
@@ -18,10 +18,18 @@ code on either vendor). Autograd's backward formulas call the same operators, so
 registration covers SB3's networks, our agents and the cores. Attention runs on its math
 path (products through ``bmm``), not the fused CPU kernels that call MKL directly.
 
+With the products routed the MLP's update still differed across the vendors (2026-12-01):
+its one op left on MKL was Adam's ``sqrt``, which torch computes with MKL's vector math, and
+that is not correctly rounded under ``COMPATIBLE`` (a unit in the last place off for 1 float
+in 6 on an Intel Xeon; its bytes follow the branch). ``sqrt`` runs on numpy's (IEEE's one
+correctly rounded answer), and ``erfinv`` (``nn.init.trunc_normal_``), the other MKL
+vector-math op a job calls whose bytes follow MKL's branch and that no fingerprint compared
+across vendors, on scipy's scalar code. MKL keeps ``exp``, ``log`` and ``tanh``: under
+``COMPATIBLE`` their fingerprints agree across the two vendors (``docs/kernels.md``).
+
 ``tests/test_openblas.py`` checks with ``MKL_VERBOSE`` that a job makes no MKL BLAS or
-LAPACK call, that the products equal numpy's, and that gradients match torch's own.
-MKL's vector math (``exp``, ``log``) stays: under ``COMPATIBLE`` its fingerprints agree
-across the two vendors (``docs/kernels.md``).
+LAPACK call, that the products equal numpy's, that gradients match torch's own and that
+``sqrt`` is correctly rounded.
 """
 
 from __future__ import annotations
@@ -150,6 +158,33 @@ def slow_conv2d_backward(grad, x, weight, kernel_size, stride, padding, output_m
     return gx, gw, gb
 
 
+# ---------------------------------------------------------------- square root
+def sqrt(a):
+    """IEEE's correctly rounded square root (numpy's: one ``sqrtps`` a lane), where torch
+    calls MKL's vector math, whose ``COMPATIBLE`` branch is not correctly rounded (16.6% of
+    a million floats a unit in the last place off on an Intel Xeon) and whose bytes follow
+    the vendor: Adam's denominator, the only op of the MLP workload not already routed that
+    differed across vendors (docs/kernels.md)."""
+    if not (a.dtype.is_floating_point or a.dtype.is_complex):
+        a = a.to(th.get_default_dtype())
+    if a.dtype not in _NP:
+        return sqrt(a.float()).to(a.dtype)
+    x = _np(a)
+    out = np.empty(x.shape, x.dtype)  # a 0-d input stays 0-d (np.sqrt would return a scalar)
+    return th.from_numpy(np.sqrt(x, out=out))
+
+
+def erfinv(a):
+    """The inverse error function on scipy's scalar code (Boost's ``erf_inv``, no dispatch),
+    where torch calls MKL's vector math (its bytes follow MKL's branch: unmeasured across
+    vendors). ``nn.init.trunc_normal_`` calls it (S5's ``lecun_normal``)."""
+    from scipy import special
+
+    if a.dtype not in (th.float32, th.float64):
+        return erfinv(a.float()).to(a.dtype if a.dtype.is_floating_point else th.float32)
+    return th.from_numpy(np.asarray(special.erfinv(_np(a)), dtype=_np(a).dtype).reshape(a.shape))
+
+
 def linalg_eigh(a, uplo="L", compute_v=True):
     w, v = np.linalg.eigh(_np(a), UPLO=uplo)
     return th.from_numpy(w), th.from_numpy(np.ascontiguousarray(v)) if compute_v else th.empty(0)
@@ -183,6 +218,12 @@ KERNELS: dict[str, Callable] = {
     "vdot": vdot,
     "_slow_conv2d_forward": slow_conv2d,
     "_slow_conv2d_backward.output_mask": slow_conv2d_backward,
+    "sqrt": sqrt,
+    "sqrt.out": _out(sqrt),
+    "sqrt_": _inplace(sqrt),
+    "erfinv": erfinv,
+    "erfinv.out": _out(erfinv),
+    "erfinv_": _inplace(erfinv),
     "_linalg_eigh": linalg_eigh,
     "linalg_qr": linalg_qr,
 }
