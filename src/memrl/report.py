@@ -283,6 +283,14 @@ def render(
             )
         if r.get("positive_control"):
             out.append(f"*Positive control:* {control_text(r['positive_control'])}  ")
+        if r.get("learners"):
+            out.append(f"*Learnability controls* ({LEARNERS_NOTE}):  ")
+            out += [f"- {line}" for line in learner_lines(r)]
+            out.append("")
+        if hw := hardware_text(r):
+            out.append(f"*Hardware:* {hw}  ")
+        elif r.get("device"):
+            out.append(f"*Device:* {device_text(r)}  ")
         out.append(
             f"*Verdict:* {verdict_text(r)}"
             + (f" (coverage: {r['coverage_note']})" if r.get("coverage_note") else "")
@@ -323,6 +331,46 @@ def conditions_text(conditions: list[dict]) -> str:
         f"{c['condition']}: {'met' if c['met'] else 'not met'}"
         + (f" ({c['note']})" if c.get("note") else "")
         for c in conditions
+    )
+
+
+LEARNERS_NOTE = "an arm that fails its control makes the verdict inconclusive (learner)"
+PASSED = {True: "passed", False: "failed", None: "not measured"}
+
+
+def learner_lines(r: dict[str, Any]) -> list[str]:
+    """Each learnability control of a claim (:class:`memrl.stats.learners.LearnerCheck`):
+    ``S5 · RepeatFirstEasy, in its own full run: failed (0.12 [...] against ...)``."""
+    return [
+        f"{lc['arm']}, in {lc['setting']}: {PASSED[lc['passed']]}"
+        + (f" ({lc['detail']})" if lc.get("detail") else "")
+        for lc in r.get("learners") or []
+    ]
+
+
+HARDWARE_COVERS = {  # whether our device covers the paper's hardware
+    True: "covers it",
+    False: "does not cover it: the setup is narrower than the paper's (coverage)",
+    None: "may or may not cover it (not judged)",
+}
+
+
+def device_text(r: dict[str, Any]) -> str:
+    """The device the claim's runs used (``cpu``, ``cuda``), or that none was recorded."""
+    return r.get("device") or "not recorded"
+
+
+def hardware_text(r: dict[str, Any]) -> str:
+    """The hardware the paper's statement rests on against ours, and whether ours covers it
+    (where it does not, the setup is narrower than the paper's: *coverage*); "" where the
+    claim declares none."""
+    hw = r.get("hardware")
+    if not hw:
+        return ""
+    return (
+        f'the paper\'s statement rests on {hw["needs"]} ("{hw["quote"]}", {hw["source"]}; '
+        f"covered by {', '.join(hw['covered_by'])}); ours ran on {device_text(r)}, which "
+        + HARDWARE_COVERS[hw.get("covers")]
     )
 
 
@@ -390,6 +438,9 @@ def write(results: Path, families: list[Listed]) -> Path:
         }
         | {
             "positive_control": r.get("positive_control"),
+            "learners": r.get("learners") or [],
+            "device": r.get("device"),
+            "hardware": r.get("hardware"),
             "ours_name": r["ours_name"],
             "estimates": r["estimates"],
             "comparisons": r["comparisons"],

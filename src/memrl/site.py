@@ -21,9 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from memrl.report import (
+    HARDWARE_COVERS,
+    LEARNERS_NOTE,
+    PASSED,
     conditions_text,
     contents,
     control_text,
+    device_text,
     floor_text,
     load_rows,
     missing_claims,
@@ -214,6 +218,42 @@ def _facts(items: list[tuple[str, str]]) -> str:
     )
 
 
+def _paper_hardware(r: dict[str, Any]) -> str:
+    """The hardware the paper's statement rests on, in its words ("" where none declared)."""
+    hw = r.get("hardware")
+    return f'{hw["needs"]}: "{hw["quote"]}" ({hw["source"]})' if hw else ""
+
+
+def _hardware(r: dict[str, Any]) -> str:
+    """The paper's hardware against our device, and whether ours covers it."""
+    hw = r.get("hardware")
+    if not hw:
+        return ""
+    return (
+        f"{hw['needs']} (covered by {', '.join(hw['covered_by'])}) / {device_text(r)}: "
+        f"ours {HARDWARE_COVERS[hw.get('covers')]}"
+    )
+
+
+def _learners(r: dict[str, Any]) -> str:
+    """Each trained arm's learnability control as a table row: arm, setting, passed or
+    failed, the numbers behind it ("" where the claim has none)."""
+    if not r.get("learners"):
+        return ""
+    css = {True: "o-holds", False: "o-fails", None: "o-undecided"}
+    rows = "".join(
+        f"<tr><td>{html.escape(lc['arm'])}</td><td>{html.escape(lc['setting'])}</td>"
+        f"<td class='{css[lc['passed']]}'>{PASSED[lc['passed']]}</td>"
+        f"<td>{html.escape(lc.get('detail') or '')}</td></tr>"
+        for lc in r["learners"]
+    )
+    return (
+        f"<h3 id='learners'>Learnability controls</h3><p>{html.escape(LEARNERS_NOTE)}.</p>"
+        "<table class='learners'><thead><tr><th>arm</th><th>setting</th><th>control</th>"
+        f"<th>detail</th></tr></thead><tbody>{rows}</tbody></table>"
+    )
+
+
 def claim_page(
     r: dict[str, Any], pages: dict[str, str], figures: dict[str, list[str]], images: dict[str, str]
 ) -> str:
@@ -229,6 +269,7 @@ def claim_page(
         ("the paper's number, tested", f"{pe['text']} ({pe['source']})" if pe else ""),
         ("metric", f"{r['metric']} ({'higher' if r['higher_is_better'] else 'lower'} is better)"),
         ("regime", r["regime"]),
+        ("the hardware its statement rests on", _paper_hardware(r)),
     ]
     ours = [
         (r["ours_name"], _estimate(r["ours"])),
@@ -251,6 +292,8 @@ def claim_page(
             "conditions the statement needs",
             conditions_text(r["conditions"]) if r.get("conditions") else "",
         ),
+        ("hardware: the paper's / ours", _hardware(r)),
+        ("device", device_text(r) if r.get("device") and not r.get("hardware") else ""),
         ("multiplicity", str(r["multiplicity"]) if r.get("multiplicity") else ""),
     ]
     head = ["comparison", "difference [95% CI]", "threshold", "floor: A at its floor", "outcome"]
@@ -290,6 +333,7 @@ def claim_page(
         _facts(paper),
         "<h2 id='arms'>Our runs, arm by arm</h2>",
         _facts(ours),
+        _learners(r),
         img("arms", "each arm: its seeds, its IQM and 95% CI"),
         "<h2 id='comparisons'>Comparisons</h2>",
         "<table><thead><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>",
