@@ -504,7 +504,8 @@ def stream_runs(cfg, stream: float, dqn1: float, dqn: float) -> dict[str, pd.Dat
             "env_id": e,
             "method": m,
             "late_return": v + rng.normal(0, 0.1),
-            **episodes(v, st.total_timesteps),
+            # the replay DQN runs a budget of its own, as the grid runs it
+            **episodes(v, st.dqn_timesteps if m == "DQN" else st.total_timesteps),
         }
         for e in st.env_ids
         for m, v in (("stream Q(λ)", stream), ("DQN1", dqn1), ("DQN", dqn))

@@ -21,9 +21,10 @@ from memrl.stats.claims import (
     Comparison,
     Condition,
     PaperEffect,
+    share,
 )
 from memrl.stats.compare import Margin
-from memrl.stats.curves import checkpoint_windows
+from memrl.stats.curves import checkpoint_windows, window_mean
 from memrl.stats.floors import NO_FLOOR_RUNS, floor_arm
 from memrl.stats.floors import name as floor_name
 from memrl.stats.trend import CHECKPOINTS, trends
@@ -144,7 +145,9 @@ ER_8 = Claim(
     source="Fig. 6 (MinAtar: stream Q(λ) against DQN with replay)",
     statement="Stream Q(λ) is competitive with DQN with a replay buffer on MinAtar.",
     paper_value="stream Q(λ) matches or beats DQN on most MinAtar games at 5M steps",
-    metric="mean training return of the last {late:.0%} of {steps} steps on {env}",
+    # both arms over one window of env steps: the last part of the replay DQN's own run
+    metric="mean training return over env steps ({start:,}, {steps:,}] (the last {late:.0%} "
+    "of DQN with replay's {steps:,}), both arms, on {env}",
     higher_is_better=True,
     regime="final",
     paper_budget=Budget(5_000_000, STEPS),
@@ -479,21 +482,38 @@ ON_THE_ENGINE = (
 )
 
 
-def _late_at(df: pd.DataFrame) -> np.ndarray:
-    """Seeds x checkpoints: mean training return in the window ending at each quarter."""
+def _late_at(df: pd.DataFrame, total: int | None = None) -> np.ndarray:
+    """Seeds x checkpoints: mean training return in the window ending at each quarter of
+    ``total`` steps (default: each run's own budget)."""
     return np.array(
         [
-            checkpoint_windows(r.episode_returns, r.episode_lengths, r.total_timesteps, CHECKPOINTS)
+            checkpoint_windows(
+                r.episode_returns, r.episode_lengths, total or r.total_timesteps, CHECKPOINTS
+            )
             for r in df.itertuples()
         ],
         dtype=float,
     )
 
 
+def _window(st, df: pd.DataFrame) -> tuple[int, int]:
+    """ER-8's window of env steps, ``(start, stop]``: the last ``late_fraction`` of the replay
+    DQN's own run (``dqn_timesteps``), as its rows' ``late_return`` is (the jobs' stream_row),
+    so stream Q(λ), run longer, is judged at the same steps."""
+    stop = st.dqn_timesteps
+    if ran := set(df[df.method == DQN_REPLAY].total_timesteps) - {stop}:
+        raise ValueError(f"ER-8: DQN with replay's rows ran {sorted(ran)} steps, not {stop}")
+    return int((1 - st.late_fraction) * stop), stop
+
+
 def _stream(cfg: ExperienceReplayParams, runs: Runs, floors, claim: Claim, worse: str, **kw):
     st, df = cfg.stream, runs.get("stream")
     if st is None or df is None or not len(df) or worse not in set(df.method):
         return None
+    # ER-7: both arms' own late window (both run total_timesteps); ER-8: the replay DQN's
+    # (it runs dqn_timesteps), stream Q(λ) judged over the same steps of its longer run
+    equal = worse == DQN_REPLAY
+    start, steps = _window(st, df) if equal else (0, st.total_timesteps)
     est, comps, series = {}, [], {}
     for env_id in st.env_ids:
         env = env_id.split("/")[-1].rsplit("-v", 1)[0]
@@ -502,27 +522,33 @@ def _stream(cfg: ExperienceReplayParams, runs: Runs, floors, claim: Claim, worse
         names = {m: f"{m} · {env}" for m in (STREAM_Q, worse)}
         for m, name in names.items():
             at = df[(df.method == m) & (df.env_id == env_id)].sort_values("seed")
-            est[name] = _est(cfg, claim, name, at.late_return)
-            series[name] = _late_at(at)
-        if worse == DQN_REPLAY:
+            late, series[name] = at.late_return, _late_at(at)
+            if equal and m == STREAM_Q:  # over the DQN's window and quarters of its run
+                late = [
+                    window_mean(r.episode_returns, r.episode_lengths, start, steps)
+                    for r in at.itertuples()
+                ]
+                series[name] = _late_at(at, steps)
+            est[name] = _est(cfg, claim, name, late)
+        if equal:
             comps.append(
                 Comparison(names[STREAM_Q], names[worse], MATCHES, margin=COMPETITIVE, floor=fl)
             )
         else:
             comps.append(Comparison(names[STREAM_Q], names[worse], floor=fl))
-    q = st.stream_q
+    q, budget = st.stream_q, f"{st.total_timesteps} steps on {', '.join(st.env_ids)}"
     return ClaimResult(
         claim=replace(
             claim,
             metric=claim.metric.format(
-                late=st.late_fraction, steps=st.total_timesteps, env=", ".join(st.env_ids)
+                late=st.late_fraction, start=start, steps=steps, env=", ".join(st.env_ids)
             ),
         ),
         estimates=est,
         ours=comps[0].better,
         comparisons=comps,
-        budget=f"{st.total_timesteps} steps on {', '.join(st.env_ids)}",
-        used=Budget(st.total_timesteps, STEPS),
+        budget=budget + (f" (stream Q(λ)); {_equal_steps(st, start)[0]}" if equal else ""),
+        used=Budget(steps, STEPS),
         trends=trends(claim, comps, series, CHECKPOINTS, cfg.bootstrap_reps),
         trend_note="training return in the window ending at each quarter of the budget",
         floor_reason="" if any(c.floor for c in comps) else NO_FLOOR_RUNS,
@@ -537,12 +563,25 @@ def _stream(cfg: ExperienceReplayParams, runs: Runs, floors, claim: Claim, worse
             "network and a target network (the paper's DQN1 settings beyond buffer and batch "
             "not retrieved)",
             *((ON_THE_ENGINE,) if st.engine == "xla" else ()),
-            *(minatar_dqn_deviations(st.dqn, st.dqn_timesteps) if worse == DQN_REPLAY else ()),
+            *(minatar_dqn_deviations(st.dqn, st.dqn_timesteps) if equal else ()),
+            *((_equal_steps(st, start)[1],) if equal else ()),
             *kw.pop("deviations", []),
         ],
         coverage_complete=False,
         coverage_note=f"{len(st.env_ids)} of the paper's 5 MinAtar games",
         **kw,
+    )
+
+
+def _equal_steps(st, start: int) -> tuple[str, str]:
+    """ER-8's budget and deviation: the replay DQN's shorter run, the window both share."""
+    stop, pct = st.dqn_timesteps, share(st.dqn_timesteps / ER_8.paper_budget.amount)
+    window = f"env steps ({start:,}, {stop:,}]"
+    later = f"; its later steps, to {st.total_timesteps:,}, judged by ER-7 alone"
+    return f"DQN with replay {stop} steps ({pct} of the paper's 5M); both over {window}", (
+        f"DQN with replay ran {stop:,} steps, {pct} of the paper's 5M; stream Q(λ) is "
+        f"compared with it at equal env steps, its mean training return over the DQN's last "
+        f"{st.late_fraction:.0%}, {window}" + (later if stop < st.total_timesteps else "")
     )
 
 
