@@ -11,11 +11,17 @@ SpaceInvaders, and the price of ER-7/ER-8's engine arms at the paper's budget.
 
 Each process runs ``--short`` steps, then ``--steps`` steps; the rate is their difference in
 steps over their difference in CPU time, so the one-off costs (imports, XLA's compilation:
-each ``train`` compiles its step once, ~1-3 CPU-s here) cancel. Their price per run is
-printed apart (``overhead``).
+each ``train`` compiles its step once, ~1-3 CPU-s here) cancel (a 10-step run first,
+untimed, takes the process's first-call costs, which the two timed runs do not share). Their
+price per run is printed apart (``overhead``).
+
+``--against REV`` also measures each engine arm as the git revision ``REV`` has it (its
+``src/memrl`` exported to a temporary directory, first on the child's path), right before the
+arm itself in each round and game, and prints the ratio of the two: the speed-up of the
+working tree's engine over ``REV``'s, measured under the same load.
 
     python benchmarks/engine.py [--steps 6000] [--short 1000] [--rounds 1] [--core 1]
-        [--price-steps 5000000] [--seeds 5]
+        [--price-steps 5000000] [--seeds 5] [--arms ...] [--against REV]
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 GAMES = ("MinAtar/Breakout-v1", "MinAtar/SpaceInvaders-v1")
 ARMS = ("torch stream Q", "engine stream Q", "SB3 DQN1", "engine DQN1")
@@ -56,6 +63,7 @@ def child(arm: str, env_id: str, short: int, steps: int) -> dict:
         ),
     }[arm]
     env_fn, times = partial(make, env_id), []
+    train(env_fn, hp, 10, 0)  # untimed: the process's one-off costs (jax's first trace)
     for n in (short, steps):
         t0 = time.process_time()
         train(env_fn, hp, n, 0)
@@ -64,7 +72,12 @@ def child(arm: str, env_id: str, short: int, steps: int) -> dict:
     return {"rate": rate, "overhead": times[0] - short / rate}
 
 
-def measure(arm: str, env_id: str, a: argparse.Namespace) -> dict:
+def measure(arm: str, env_id: str, a: argparse.Namespace, tree: str | None = None) -> dict:
+    """``arm`` in a fresh process; ``tree``: a directory holding another revision's
+    ``src/memrl``, imported instead of the working tree's."""
+    env = dict(os.environ)
+    if tree:
+        env["PYTHONPATH"] = os.pathsep.join([f"{tree}/src", *filter(None, [env.get("PYTHONPATH")])])
     code = (
         "import os, sys, json\n"
         f"os.sched_setaffinity(0, {{{a.core}}})\n"
@@ -74,7 +87,7 @@ def measure(arm: str, env_id: str, a: argparse.Namespace) -> dict:
         f"print(json.dumps(child({arm!r}, {env_id!r}, {a.short}, {a.steps})))\n"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -88,16 +101,26 @@ def main() -> None:
     ap.add_argument("--price-steps", type=int, default=5_000_000)  # the paper's budget
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--arms", nargs="*", default=list(ARMS))
+    ap.add_argument("--against", help="a git revision whose engine arms to measure as well")
     a = ap.parse_args()
     from memrl.isa import cpu_model
 
+    runs = [(arm, None) for arm in a.arms]
+    if a.against:
+        tree = tempfile.mkdtemp(prefix="memrl-engine-")
+        archive = subprocess.run(["git", "archive", a.against, "src/memrl"], capture_output=True,
+                                 check=True).stdout  # fmt: skip
+        subprocess.run(["tar", "-x", "-C", tree], input=archive, check=True)
+        runs = [r for arm in a.arms for r in ([(arm, tree)] if arm.startswith("engine") else [])
+                + [(arm, None)]]  # fmt: skip
     rates: dict[tuple[str, str], list[dict]] = {}
     for r in range(a.rounds):
         for env_id in GAMES:
-            for arm in a.arms:  # interleaved: each arm once a round and game
-                m = measure(arm, env_id, a)
-                rates.setdefault((arm, env_id), []).append(m)
-                print(f"round {r + 1} {env_id:26s} {arm:16s} {m['rate']:8,.0f} steps/core-s "
+            for arm, tree in runs:  # interleaved: each arm once a round and game
+                m = measure(arm, env_id, a, tree)
+                name = f"{arm} @{a.against}" if tree else arm
+                rates.setdefault((name, env_id), []).append(m)
+                print(f"round {r + 1} {env_id:26s} {name:16s} {m['rate']:8,.0f} steps/core-s "
                       f"(overhead {m['overhead']:.1f} core-s)", flush=True)  # fmt: skip
     print(f"\n{cpu_model()}; load {os.getloadavg()[0]:.1f}; {a.rounds} round(s)")
     total: dict[str, float] = {}
@@ -117,6 +140,13 @@ def main() -> None:
                          rates[engine_arm, env_id], strict=True)]  # fmt: skip
                 print(f"{engine_arm} / {torch_arm} on {env_id}: "
                       + ", ".join(f"{x:.1f}x" for x in ratio))  # fmt: skip
+    for arm in a.arms if a.against else ():
+        for env_id in GAMES:
+            if (f"{arm} @{a.against}", env_id) in rates:
+                ratio = [n["rate"] / o["rate"] for o, n in zip(rates[f"{arm} @{a.against}", env_id],
+                         rates[arm, env_id], strict=True)]  # fmt: skip
+                print(f"{arm} / {arm} @{a.against} on {env_id} (each round): "
+                      + ", ".join(f"{x:.2f}x" for x in ratio))  # fmt: skip
 
 
 if __name__ == "__main__":

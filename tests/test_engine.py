@@ -240,6 +240,34 @@ def test_dqn1_equals_sb3s_update_for_update(D):
     assert drift < hp.learning_rate, drift
 
 
+def test_the_one_frame_pieces_are_the_batched_ones(S):
+    """The streaming agents' one-frame network pieces (memrl.engines.nets' frame_*) compute
+    the batched pieces' values for a batch of one, to float rounding; the argmax keeps the
+    first of tied maxima (jnp.argmax's and torch's rule)."""
+    import jax.numpy as jnp
+
+    from memrl.engines import nets
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 10, 10)).astype(np.float32)
+    w, b = rng.standard_normal((16, 4, 3, 3)).astype(np.float32), np.ones(16, np.float32)
+    conv = np.asarray(nets.conv3x3(jnp.asarray(w), jnp.asarray(b), jnp.asarray(x)[None]))[0]
+    frame = np.asarray(nets.frame_conv3x3(jnp.asarray(w), jnp.asarray(b), jnp.asarray(x)))
+    np.testing.assert_allclose(frame, conv.reshape(16, -1), rtol=1e-5, atol=1e-5)
+    fw, h = rng.standard_normal((128, 1024)).astype(np.float32), frame.reshape(-1)
+    got = np.asarray(nets.frame_linear(jnp.asarray(fw), jnp.asarray(b[:1]), jnp.asarray(h)))
+    want = np.asarray(nets.linear(jnp.asarray(fw), jnp.asarray(b[:1]), jnp.asarray(h)[None]))[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(
+        np.asarray(nets.frame_layer_norm(jnp.asarray(frame))),
+        np.asarray(nets.layer_norm(jnp.asarray(frame)[None]))[0],
+        rtol=1e-5,
+        atol=1e-5,
+    )
+    for q in ([0.0, 2.0, 2.0, 1.0], [3.0, 3.0, 3.0], [-1.0, -2.0], [0.5, 0.1, 0.7, 0.7, 0.2]):
+        assert int(nets.first_argmax(jnp.asarray(q, jnp.float32))) == int(np.argmax(q))
+
+
 def test_the_engines_train_as_the_contract_says(S, D):
     """Both engines' train() run a few hundred MinAtar steps: the agents' log, episodes whose
     lengths sum to at most the budget, and the same bytes twice in one process."""

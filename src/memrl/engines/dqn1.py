@@ -31,6 +31,13 @@ Deviations from the SB3 run: the exploration draws come from
 ``numpy.random.default_rng(seed)`` (SB3 draws from numpy's global generator and the action
 space's, interleaved with its buffer's index draw), so one seed's trajectory is not SB3's;
 float32 arithmetic in XLA's order; the convolution as a product over patches.
+
+Cost (one core of an Intel Xeon, family 6 model 207): the network is written for one frame
+(:mod:`memrl.engines.nets`' ``frame_*`` pieces: a matrix-vector product in the weight's own
+layout, the patches one gather, the argmax a max and a min), which took the compiled update
+from ~1,100 to ~650 us; most of the rest is the gradient (~190 us) and Adam's passes over
+the 1024x128 weight. Measured and not kept: donating the optimiser state's buffers (slower
+here).
 """
 
 from __future__ import annotations
@@ -48,7 +55,7 @@ import optax
 
 from memrl.agents.contract import NO_EVALS, EnvFn, Evals, TrainLog
 from memrl.agents.sb3_dqn import DQNParams, exploration_schedule
-from memrl.engines.nets import Params, conv3x3, from_torch, linear
+from memrl.engines.nets import Params, first_argmax, frame_conv3x3, frame_linear, from_torch
 
 MAX_GRAD_NORM = 10.0  # SB3 DQN's max_grad_norm default (dqn.py), which dqn_train keeps
 # SB3's state-dict names (QNetwork: features_extractor.net = conv, ReLU, Flatten; q_net =
@@ -71,10 +78,10 @@ def init_params(obs_shape: tuple[int, ...], n_actions: int, hp: DQNParams, seed:
 
 
 def q_values(params: Params, x: jnp.ndarray) -> jnp.ndarray:
-    """Q(x, .) for frames (N, C, H, W): conv -> ReLU -> linear -> ReLU -> linear."""
-    h = jax.nn.relu(conv3x3(params["conv.weight"], params["conv.bias"], x))
-    h = jax.nn.relu(linear(params["fc.weight"], params["fc.bias"], h.reshape(h.shape[0], -1)))
-    return linear(params["out.weight"], params["out.bias"], h)
+    """Q(x, .) for one frame (C, H, W): conv -> ReLU -> linear -> ReLU -> linear."""
+    h = jax.nn.relu(frame_conv3x3(params["conv.weight"], params["conv.bias"], x))
+    h = jax.nn.relu(frame_linear(params["fc.weight"], params["fc.bias"], h.reshape(-1)))
+    return frame_linear(params["out.weight"], params["out.bias"], h)
 
 
 def huber(x: jnp.ndarray) -> jnp.ndarray:
@@ -89,9 +96,9 @@ def make_step(hp: DQNParams):
     opt = optax.adam(hp.learning_rate, b1=0.9, b2=0.999, eps=1e-8)
 
     def loss(w, target, s, a, r, s_next, terminated):
-        q_next = jnp.max(q_values(target, s_next[None])[0])
+        q_next = jnp.max(q_values(target, s_next))
         y = jax.lax.stop_gradient(r + (1.0 - terminated) * hp.gamma * q_next)
-        return huber(q_values(w, s[None])[0, a] - y)
+        return huber(q_values(w, s)[a] - y)
 
     @jax.jit
     def step(params, target, opt_state, s, a, r, s_next, terminated, s_act):
@@ -101,13 +108,13 @@ def make_step(hp: DQNParams):
         grads = jax.tree.map(lambda g: g * coef, grads)
         updates, opt_state = opt.update(grads, opt_state, params)
         params = optax.apply_updates(params, updates)
-        return params, opt_state, jnp.argmax(q_values(params, s_act[None])[0])
+        return params, opt_state, first_argmax(q_values(params, s_act))
 
     return opt, step
 
 
 def greedy_action(params: Params, s: np.ndarray) -> int:
-    return int(jnp.argmax(q_values(params, jnp.asarray(s)[None])[0]))
+    return int(first_argmax(q_values(params, jnp.asarray(s))))
 
 
 def train(

@@ -5,6 +5,16 @@ parameter layout so that weights move between the two unchanged: a convolution's
 The 3x3 convolution is one product over image patches (im2col): XLA:CPU's convolution
 gradient measured 3.2 ms per batch-32 DQN update against 0.67 ms as a product (research
 notes, sixth round); the arithmetic is the convolution's.
+
+The one-frame pieces (:func:`frame_conv3x3`, :func:`frame_linear`, :func:`frame_layer_norm`,
+:func:`first_argmax`) are the streaming agents' (batch 1, one compiled call per env step),
+written in the forms XLA:CPU runs fastest at that size (measured on an Intel Xeon, family 6
+model 207, one core): the patches one gather by a constant index (nine slices and a
+concatenation are ten small kernels), a linear layer as ``w @ x`` (``x[None] @ w.T + b``
+made XLA transpose the 1024x128 weight each call and emit the product as a naive loop fused
+with the bias: ~100 us against ~35), the argmax as a max and a min over indices (XLA's
+variadic argmax reduction costs more). Each is the batched piece's arithmetic for one frame
+up to float rounding.
 """
 
 from __future__ import annotations
@@ -30,6 +40,38 @@ def conv3x3(w: jnp.ndarray, b: jnp.ndarray, x: jnp.ndarray) -> jnp.ndarray:
     cols = patches.reshape(n, c * 9, (h - 2) * (wd - 2))
     out = jnp.einsum("ok,nkp->nop", w.reshape(w.shape[0], c * 9), cols) + b[None, :, None]
     return out.reshape(n, w.shape[0], h - 2, wd - 2)
+
+
+def frame_patches(shape: tuple[int, int, int]) -> np.ndarray:
+    """The constant index ``(C * 9, (H-2) * (W-2))`` into a flattened frame (C, H, W) that
+    gathers its 3x3 patches in :func:`conv3x3`'s order (row ``c*9 + 3i + j``)."""
+    c, h, w = shape
+    flat = np.arange(c * h * w).reshape(c, h, w)
+    cols = [flat[:, i : i + h - 2, j : j + w - 2] for i in range(3) for j in range(3)]
+    return np.stack(cols, axis=1).reshape(c * 9, (h - 2) * (w - 2))
+
+
+def frame_conv3x3(w: jnp.ndarray, b: jnp.ndarray, x: jnp.ndarray) -> jnp.ndarray:
+    """:func:`conv3x3` of one frame ``x`` (C, H, W) -> (O, (H-2) * (W-2)): one gather of its
+    patches, one product."""
+    cols = x.reshape(-1)[frame_patches(x.shape)]
+    return w.reshape(w.shape[0], -1) @ cols + b[:, None]
+
+
+def frame_linear(w: jnp.ndarray, b: jnp.ndarray, x: jnp.ndarray) -> jnp.ndarray:
+    """:func:`linear` of one vector: ``w @ x + b``."""
+    return w @ x + b
+
+
+def frame_layer_norm(x: jnp.ndarray, eps: float = 1e-5) -> jnp.ndarray:
+    """:func:`layer_norm` of one frame: over all its elements."""
+    mean = x.mean()
+    return (x - mean) / jnp.sqrt(jnp.square(x - mean).mean() + eps)
+
+
+def first_argmax(q: jnp.ndarray) -> jnp.ndarray:
+    """The index of the first maximum of a vector (``jnp.argmax``'s and torch's tie rule)."""
+    return jnp.min(jnp.where(q == q.max(), jnp.arange(q.shape[0]), q.shape[0]))
 
 
 def linear(w: jnp.ndarray, b: jnp.ndarray, x: jnp.ndarray) -> jnp.ndarray:

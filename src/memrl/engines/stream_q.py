@@ -25,8 +25,17 @@ initial weights) carries over.
 
 Deviations from the torch agent: the TD error and the step size are float32 (the torch
 agent forms them as Python floats, float64); the convolution is a product over patches
-(:func:`memrl.engines.nets.conv3x3`); Q(s) is computed again inside the step rather than
-kept from acting (the same weights, the same value).
+(:func:`memrl.engines.nets.frame_conv3x3`); Q(s) is computed again inside the step rather
+than kept from acting (the same weights, the same value).
+
+Cost (one core of an Intel Xeon, family 6 model 207): the network is written for one frame
+(:mod:`memrl.engines.nets`' ``frame_*`` pieces: a matrix-vector product in the weight's own
+layout, the patches one gather, the argmax a max and a min), which halved the compiled step
+(~700 -> ~350 us); the gradient of the 1024x128 layer is an outer product that XLA fuses
+into the trace update, so the large weight is read and written in four elementwise passes
+(the trace with its L1 norm, the parameters, the trace's reset). Measured and not kept: one
+batch-2 forward for Q(s) and Q(s') (the backward then forms the layer's gradient as a
+product instead of fusing it: no faster).
 """
 
 from __future__ import annotations
@@ -44,7 +53,15 @@ import numpy as np
 
 from memrl.agents.contract import NO_EVALS, EnvFn, Evals, TrainLog
 from memrl.agents.stream_q import StreamQParams, epsilon
-from memrl.engines.nets import Params, conv3x3, from_torch, layer_norm, leaky_relu, linear
+from memrl.engines.nets import (
+    Params,
+    first_argmax,
+    frame_conv3x3,
+    frame_layer_norm,
+    frame_linear,
+    from_torch,
+    leaky_relu,
+)
 
 TORCH_NAMES = {"0": "conv", "4": "fc", "7": "out"}  # memrl.agents.stream_q.q_network's layers
 
@@ -60,12 +77,14 @@ def init_params(obs_shape: tuple[int, ...], n_actions: int, p: StreamQParams, se
 
 
 def q_values(params: Params, x: jnp.ndarray) -> jnp.ndarray:
-    """Q(x, .) for a batch of frames (N, C, H, W): conv -> LayerNorm -> leaky ReLU -> linear
-    -> LayerNorm -> leaky ReLU -> linear (the reference's MinAtar network)."""
-    h = leaky_relu(layer_norm(conv3x3(params["conv.weight"], params["conv.bias"], x)))
-    h = h.reshape(h.shape[0], -1)
-    h = leaky_relu(layer_norm(linear(params["fc.weight"], params["fc.bias"], h)))
-    return linear(params["out.weight"], params["out.bias"], h)
+    """Q(x, .) for one frame (C, H, W): conv -> LayerNorm -> leaky ReLU -> linear -> LayerNorm
+    -> leaky ReLU -> linear (the reference's MinAtar network; LayerNorm over the frame's
+    every element, as torch's over ``x.shape[1:]`` of a batch of one)."""
+    h = leaky_relu(frame_layer_norm(frame_conv3x3(params["conv.weight"], params["conv.bias"], x)))
+    h = leaky_relu(
+        frame_layer_norm(frame_linear(params["fc.weight"], params["fc.bias"], h.reshape(-1)))
+    )
+    return frame_linear(params["out.weight"], params["out.bias"], h)
 
 
 def make_step(p: StreamQParams):
@@ -76,22 +95,22 @@ def make_step(p: StreamQParams):
 
     @partial(jax.jit, donate_argnums=(0, 1))
     def step(params, traces, s, a, r, s_next, done, reset, s_act):
-        q_sa, grads = jax.value_and_grad(lambda w: q_values(w, s[None])[0, a])(params)
-        q_next = jnp.max(q_values(params, s_next[None]))
+        q_sa, grads = jax.value_and_grad(lambda w: q_values(w, s)[a])(params)
+        q_next = jnp.max(q_values(params, s_next))
         delta = r + jnp.where(done, 0.0, p.gamma * q_next) - q_sa
         traces = jax.tree.map(lambda z, g: decay * z + g, traces, grads)
         z_sum = sum(jnp.abs(z).sum() for z in jax.tree.leaves(traces))
         bound = jnp.maximum(jnp.abs(delta), 1.0) * z_sum * p.lr * p.kappa
         size = jnp.where(bound > 1.0, p.lr / bound, p.lr)
         params = jax.tree.map(lambda w, z: w + (size * delta) * z, params, traces)
-        traces = jax.tree.map(lambda z: jnp.where(reset, jnp.zeros_like(z), z), traces)
-        return params, traces, jnp.argmax(q_values(params, s_act[None])[0])
+        traces = jax.tree.map(lambda z: jnp.where(reset, 0.0, z), traces)
+        return params, traces, first_argmax(q_values(params, s_act))
 
     return step
 
 
 def greedy_action(params: Params, s: np.ndarray) -> int:
-    return int(jnp.argmax(q_values(params, jnp.asarray(s)[None])[0]))
+    return int(first_argmax(q_values(params, jnp.asarray(s))))
 
 
 def train(
