@@ -32,8 +32,9 @@ Cost (one core of an Intel Xeon, family 6 model 207): the network is written for
 (:mod:`memrl.engines.nets`' ``frame_*`` pieces: a matrix-vector product in the weight's own
 layout, the patches one gather, the argmax a max and a min), which halved the compiled step
 (~700 -> ~350 us); the gradient of the 1024x128 layer is an outer product that XLA fuses
-into the trace update, so the large weight is read and written in four elementwise passes
-(the trace with its L1 norm, the parameters, the trace's reset). Measured and not kept: one
+into the trace update, and the trace's reset is kept for the next step's decay
+(:func:`make_step`), so the large weight is read and written in two elementwise passes (the
+trace with its L1 norm, then the parameters) besides the products. Measured and not kept: one
 batch-2 forward for Q(s) and Q(s') (the backward then forms the layer's gradient as a
 product instead of fusing it: no faster).
 """
@@ -87,24 +88,32 @@ def q_values(params: Params, x: jnp.ndarray) -> jnp.ndarray:
     return frame_linear(params["out.weight"], params["out.bias"], h)
 
 
+CUT = "cut"  # the traces' entry that says the last step reset them (applied by the next step)
+
+
 def make_step(p: StreamQParams):
     """The compiled step: ``(params, traces, s, a, r, s_next, done, reset, s_act) ->
     (params, traces, greedy action on s_act)``; ``r`` is the scaled reward, ``done`` cuts the
-    bootstrap, ``reset`` the trace. Buffers of ``params`` and ``traces`` are donated."""
+    bootstrap, ``reset`` the trace. Buffers of ``params`` and ``traces`` are donated.
+
+    The reset is kept, not applied: the returned traces carry ``traces[CUT] = reset`` and
+    the next step decays them as ``where(cut, 0, gamma lambda z) + grad``, which is
+    ``gamma lambda (0 if reset else z) + grad`` to the bit, one elementwise pass over the
+    weights fewer (``traces`` without ``CUT``, as zeros at the start: nothing owed)."""
     decay = p.gamma * p.lamda
 
     @partial(jax.jit, donate_argnums=(0, 1))
     def step(params, traces, s, a, r, s_next, done, reset, s_act):
+        cut = traces.get(CUT, False)  # the last step's reset, owed to these traces
         q_sa, grads = jax.value_and_grad(lambda w: q_values(w, s)[a])(params)
         q_next = jnp.max(q_values(params, s_next))
         delta = r + jnp.where(done, 0.0, p.gamma * q_next) - q_sa
-        traces = jax.tree.map(lambda z, g: decay * z + g, traces, grads)
-        z_sum = sum(jnp.abs(z).sum() for z in jax.tree.leaves(traces))
+        z = {k: jnp.where(cut, 0.0, decay * traces[k]) + g for k, g in grads.items()}
+        z_sum = sum(jnp.abs(v).sum() for v in z.values())
         bound = jnp.maximum(jnp.abs(delta), 1.0) * z_sum * p.lr * p.kappa
         size = jnp.where(bound > 1.0, p.lr / bound, p.lr)
-        params = jax.tree.map(lambda w, z: w + (size * delta) * z, params, traces)
-        traces = jax.tree.map(lambda z: jnp.where(reset, 0.0, z), traces)
-        return params, traces, first_argmax(q_values(params, s_act))
+        params = jax.tree.map(lambda w, v: w + (size * delta) * v, params, z)
+        return params, {**z, CUT: jnp.asarray(reset)}, first_argmax(q_values(params, s_act))
 
     return step
 
@@ -130,7 +139,7 @@ def train(
     env = ScaleReward(NormalizeObservation(env_fn(seed)), gamma=p.gamma)
     n_actions = int(env.action_space.n)
     params = init_params(env.observation_space.shape, n_actions, p, seed)
-    traces = jax.tree.map(jnp.zeros_like, params)
+    traces = {**jax.tree.map(jnp.zeros_like, params), CUT: jnp.asarray(False)}
     step = make_step(p)
     returns, lengths, ret, length = [], [], 0.0, 0
     s, _ = env.reset(seed=seed)
