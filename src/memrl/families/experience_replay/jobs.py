@@ -169,10 +169,12 @@ def rae_job(seed: int, condition: str, p: dict[str, Any], prior_path: str) -> di
 
 
 STREAM, DQN1, DQN_REPLAY = "stream Q(λ)", "DQN1", "DQN"  # the streaming claims' methods
-# core-s per env step on the engine: benchmarks/engine.py, one run interleaved on an Intel Xeon
-# at load ~11 (2 cores), Breakout / SpaceInvaders: stream Q 1,659 / 1,203 steps per core-s
-# (torch 326 / 368), DQN1 734 / 814 (SB3 211 / 217); a quiet machine runs both ~2-3x faster
-ENGINE_COST = {STREAM: 7.0e-4, DQN1: 1.3e-3}
+# core-s per env step on the engine (the mean of the two games'): benchmarks/engine.py --steps
+# 30000 --short 2000 --against 276d973, one run interleaved on an Intel Xeon (family 6 model
+# 207, 2 cores) at load ~2-6, Breakout / SpaceInvaders: stream Q 2,122 / 1,775 steps per
+# core-s (2.0x / 2.1x the engine before: 1,052 / 851), DQN1 1,162 / 1,217 (1.35x / 1.7x:
+# 860 / 717); earlier, at load ~11: torch stream Q 326 / 368, SB3 DQN1 211 / 217
+ENGINE_COST = {STREAM: 5.2e-4, DQN1: 8.4e-4}
 
 
 def stream_job(seed: int, env_id: str, method: str, p: dict[str, Any]) -> dict[str, Any]:
