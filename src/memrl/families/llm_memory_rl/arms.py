@@ -32,7 +32,8 @@ def runs_arm(values, claim_id: str, name: str, reps: int, items, shared: str) ->
 
 SETTING = (
     f"the {READER} (answers with the candidate named in the top-ranked retrieved memory), "
-    "where the gold bank answers far more test questions than the Mem0-style heuristic"
+    "where the gold bank answers far more held-out questions (the validation and test "
+    "conversations) than the Mem0-style heuristic"
 )
 
 
@@ -44,7 +45,7 @@ def reader_control(cfg, runs: Runs, claim: Claim) -> tuple[LearnerCheck, dict[st
     rows = df[df.control == READER].sort_values("run") if "control" in df else df
     if not len(rows):
         return LearnerCheck(grpo, SETTING, None, "not run"), {}
-    shared = f"{QUESTIONS} under the {READER}"
+    shared = f"the dialogues' validation and test questions under the {READER}"
 
     def side(name: str, rs: pd.DataFrame) -> Arm:
         return arm(

@@ -484,6 +484,11 @@ def _mr1_deviations(cfg: LLMMemoryRLParams) -> list[str]:
         "data: generated LoCoMo-like dialogues (facts introduced, changed, retracted, restated; "
         "single-hop, multi-hop and temporal questions), split like the paper's 152 / 81 / rest "
         "questions by whole conversations",
+        "UPDATE: the paper's manager writes the updated memory m' and merges the new fact into "
+        'the old (Sec. 3.1, Eq. 1; Appendix A.1: the Buddy memory updated to "... and later '
+        "adopted another dog named Scout\"); ours picks the operation only, m' a fixed merge: "
+        "the memory's sentences on the attribute the fact changes or retracts give way to it, "
+        "its other facts stay",
         "reward, as the paper's Sec. 3.1 defines it: one training tuple per turn carrying a "
         "fact (Algorithm 1: the bank built from the preceding turns, the turn, the QA linked "
         f"to it); G = {hp.group} operations sampled per state, each applied to the bank and "
@@ -496,8 +501,7 @@ def _mr1_deviations(cfg: LLMMemoryRLParams) -> list[str]:
         "questions) is not the paper's and chose ADD on every test turn",
         f"start: the head cloned from the Mem0-style heuristic ({hp.warm_start_epochs} "
         "epochs), the KL reference (the paper's manager starts as an instruct LLM prompted "
-        "with Mem0's instructions; a cold head drifts to UPDATE, whose cost to the memory it "
-        "overwrites no turn's question sees)",
+        "with Mem0's instructions; an untrained head knows no operation)",
         "trained: the memory manager only; the answer agent stays the frozen LLM (the paper "
         "trains both with RL: the manager, then the answer agent on the trained manager's "
         "memories)",
