@@ -275,6 +275,29 @@ def test_run_announces_its_length_and_price_and_shows_its_progress(capsys, monke
     assert "/4 core-s" in err and "%" in err and "of 600 env steps" in err
 
 
+def test_a_job_past_its_price_keeps_its_bar(capsys, monkeypatch):
+    """A job that outruns its price (a control priced ~0 from a smaller profile's runs) kept
+    a bar past its total, which tqdm then failed to format: the job's thread crashed."""
+    import threading
+    import time
+
+    from memrl import onejob
+
+    monkeypatch.setenv("MEMRL_PROGRESS", "1")
+    errors = []
+    monkeypatch.setattr(threading, "excepthook", lambda a: errors.append(a.exc_value))
+    stop = threading.Event()
+    bar = threading.Thread(target=onejob._progress, args=("job", 0.2, ("env steps", 10), stop))
+    bar.start()
+    end = time.process_time() + 2.5  # 2.5 core-s against a price of 1 (the bar's minimum)
+    while time.process_time() < end:
+        pass
+    stop.set()
+    bar.join()
+    assert errors == []
+    assert "100%" in capsys.readouterr().err
+
+
 def test_design_on_a_fresh_clone_pulls_or_says_what_it_needs(monkeypatch, tmp_path, capsys):
     """No stored run to take the jobs' shapes from (a fresh clone whose pull failed): each
     family says so and names the `dvc pull` that gives them; exit 1, not "checked nothing, 0"."""

@@ -116,6 +116,8 @@ def _progress(desc: str, price: float | None, steps: Any, stop: threading.Event)
                 name, n = steps
                 done = min(used / total, 1.0) * n
                 bar.set_postfix_str(f"~{done:,.0f} of {n:,} {name}", refresh=False)
+            if total is not None and used > bar.total:  # past its price: the bar stays full
+                bar.total = used  # (tqdm fails to format a count past its total)
             bar.update((used if total is not None else bar.n + 1) - bar.n)
 
 
