@@ -75,11 +75,16 @@ lint: install
 CORES ?= $(shell nproc)
 BUILD_JOBS ?= $(CORES)
 LLM_WHEELS := .cache/llm-wheels
+# llama.cpp's kernels for x86-64-v3 (memrl.isa's level), not the build machine's own: a native
+# build on an Intel Xeon with AMX emits AMX tile instructions, which this project's VMs do not
+# enable (the server died of an invalid opcode, `tilezero`, on its first request). pip's cache
+# would hand back a wheel built with other flags, hence --no-cache-dir
+GGML_ISA := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 llm-wheel: venv
 	@mkdir -p .cache/build-tmp
 	@$(BIN)/python -c "import llama_cpp.server" 2>/dev/null || ls $(LLM_WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1 || \
-		TMPDIR=$(abspath .cache/build-tmp) CMAKE_ARGS="-DLLAVA_BUILD=OFF" \
-		CMAKE_BUILD_PARALLEL_LEVEL=$(BUILD_JOBS) $(BIN)/python -m pip wheel -q --no-deps \
+		TMPDIR=$(abspath .cache/build-tmp) CMAKE_ARGS="-DLLAVA_BUILD=OFF $(GGML_ISA)" \
+		CMAKE_BUILD_PARALLEL_LEVEL=$(BUILD_JOBS) $(BIN)/python -m pip wheel -q --no-deps --no-cache-dir \
 		-w $(LLM_WHEELS) -c requirements.lock llama-cpp-python || \
 		echo "llm-wheel: llama-cpp-python could not be built; tests/test_llm_server.py will skip"
 
