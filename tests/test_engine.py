@@ -377,6 +377,43 @@ def test_the_pin_names_flags_versions_and_one_core(S):
     assert pin._key("cuda") != pin._key("cpu")
 
 
+def test_no_engine_step_hands_an_op_to_a_library_that_picks_kernels_by_cpu(S, D):
+    """XNNPACK and YNNPACK choose micro-kernels by the CPU they run on, past XLA's ISA cap
+    (an AVX-512 product under ``--xla_cpu_max_isa=AVX2``: memrl.engines.pin): a compiled
+    engine step has none of their fusions. Unpinned, the same step has YNN fusions, so the
+    check can fail."""
+    import jax.numpy as jnp
+
+    from memrl.families import load_family
+
+    st = load_family("experience_replay", "default").stream
+    env = make(GAME)
+    shape, n = env.observation_space.shape, int(env.action_space.n)
+    s = np.zeros(shape, np.float32)
+    p = S.init_params(shape, n, st.stream_q, 0)
+    traces = {**{k: jnp.zeros_like(v) for k, v in p.items()}, S.CUT: jnp.asarray(False)}
+    sq = S.make_step(st.stream_q).lower(p, traces, s, 1, 0.1, s, False, False, s)
+    w = D.init_params(shape, n, st.dqn1, 0)
+    opt, step = D.make_step(st.dqn1)
+    dq = step.lower(w, w, opt.init(w), s, 1, 0.1, s, 0.0, s)
+    for lowered in (sq, dq):
+        text = lowered.compile().as_text()
+        assert "__ynn_fusion" not in text and "__xnn_fusion" not in text
+    unpinned = _child(_YNN_CHILD, {CORES[0]})
+    assert unpinned["ynn"] > 0
+
+
+_YNN_CHILD = r"""
+import json, os, sys
+os.sched_setaffinity(0, set(json.loads(sys.argv[1])))
+os.environ["JAX_PLATFORMS"] = "cpu"
+import jax, jax.numpy as jnp
+f = jax.jit(lambda w, x: (w @ x, jnp.abs(w).sum()))
+text = f.lower(jnp.ones((16, 36)), jnp.ones((36, 64))).compile().as_text()
+print(json.dumps({"ynn": text.count("__ynn_fusion")}))
+"""
+
+
 def test_the_pin_refuses_a_jax_started_before_it():
     code = (
         "import os; os.environ['JAX_PLATFORMS'] = 'cpu'\n"

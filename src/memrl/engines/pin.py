@@ -22,8 +22,16 @@ core and two; ``benchmarks/engine_fingerprints.py`` compares machines):
 
 XNNPACK (``--xla_cpu_use_xnnpack``, on by default) chooses its micro-kernels by the CPU it
 runs on, which the ISA cap is not documented to reach; it is turned off (it changed no
-measured byte here, and the engine's small products do not need it). oneDNN is off by
-default in this jaxlib. 32-bit floats (``JAX_ENABLE_X64=0``).
+measured byte here, and the engine's small products do not need it). **YNNPACK**, the
+library XLA:CPU hands products and reductions to in this jaxlib (``__ynn_fusion`` in the
+compiled HLO: the convolution's patch products and the traces' L1 sum in stream Q(lambda)),
+does the same, and the cap does not reach it: under ``--xla_cpu_max_isa=AVX2`` on an Intel
+Xeon (family 6 model 207) a debugger stopped in ``ynn::dot_fp32_4x64x1_1x16x1_avx512``, so
+an AVX2-only CPU (an AMD EPYC before Zen 4) would run other kernels, with other tiles and
+partial sums. Every YNN fusion type is turned off (``_YNN_OFF``), so those ops take XLA's own
+code, compiled under the cap (the bytes moved; the compiled step's cost did not, within this
+VM's noise). ``tests/test_engine.py`` checks that a compiled engine step has no library
+fusion. oneDNN is off by default in this jaxlib. 32-bit floats (``JAX_ENABLE_X64=0``).
 
 On a GPU (``MEMRL_ENGINE_DEVICE=cuda``, or ``auto`` with a CUDA plugin and a device
 present) the pin is XLA's deterministic GPU ops instead of a core; those runs' keys are
@@ -44,7 +52,13 @@ from memrl import isa
 
 PACKAGES = ("jax", "jaxlib", "optax")  # their versions are in the key
 _MAX_ISA = {"x86-64-v3": "AVX2", "x86-64-v2": "SSE4_2"}  # memrl.isa's level -> XLA's cap
-_CPU_FLAGS = ("--xla_cpu_enable_platform_dependent_math=false", "--xla_cpu_use_xnnpack=false")
+# YNNPACK's fusion types (xla.proto's LibraryFusionType), each removed from XLA's default
+_YNN_OFF = "-dot,-eltwise,-reduce,-individual_dot,-individual_convolution"
+_CPU_FLAGS = (
+    "--xla_cpu_enable_platform_dependent_math=false",
+    "--xla_cpu_use_xnnpack=false",
+    f"--xla_cpu_experimental_ynn_fusion_type={_YNN_OFF}",
+)
 _CUDA_FLAGS = ("--xla_gpu_deterministic_ops=true",)  # unmeasured (no GPU here)
 _HELD: list[Any] = []  # the lock file of the core this process took (open while it lives)
 
