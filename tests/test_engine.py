@@ -201,7 +201,7 @@ def test_dqn1_equals_sb3s_update_for_update(D):
     n = int(env.action_space.n)
     params = D.init_params(env.observation_space.shape, n, hp, 0)  # the free-running engine
     target = params
-    opt, step = D.make_step(hp)
+    opt, step = D.make_step(hp, env.observation_space.shape)
     opt_state = opt.init(params)
     rng = np.random.default_rng(1)
     s, _ = env.reset(seed=0)
@@ -394,7 +394,7 @@ def test_no_engine_step_hands_an_op_to_a_library_that_picks_kernels_by_cpu(S, D)
     traces = {**{k: jnp.zeros_like(v) for k, v in p.items()}, S.CUT: jnp.asarray(False)}
     sq = S.make_step(st.stream_q).lower(p, traces, s, 1, 0.1, s, False, False, s)
     w = D.init_params(shape, n, st.dqn1, 0)
-    opt, step = D.make_step(st.dqn1)
+    opt, step = D.make_step(st.dqn1, shape)
     dq = step.lower(w, w, opt.init(w), s, 1, 0.1, s, 0.0, s)
     for lowered in (sq, dq):
         text = lowered.compile().as_text()

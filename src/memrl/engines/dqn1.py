@@ -35,9 +35,12 @@ float32 arithmetic in XLA's order; the convolution as a product over patches.
 Cost (one core of an Intel Xeon, family 6 model 207): the network is written for one frame
 (:mod:`memrl.engines.nets`' ``frame_*`` pieces: a matrix-vector product in the weight's own
 layout, the patches one gather, the argmax a max and a min), which took the compiled update
-from ~1,100 to ~650 us; most of the rest is the gradient (~190 us) and Adam's passes over
-the 1024x128 weight. Measured and not kept: donating the optimiser state's buffers (slower
-here).
+from ~1,100 to ~650 us. The gradient is written out rather than taken by ``jax.grad``
+(:func:`make_step`): XLA formed the hidden layer's gradient inside Adam's loops with the
+clip's norm recomputed there, and ran the transposed product of the backward pass as a
+naive loop (~150 us); written out, the norm is the product of two vectors' and the product
+is ``dh @ W``. Measured and not kept: donating the optimiser state's buffers (slower here);
+the weight and its two moments stacked in one array for a single pass (1.7x slower).
 """
 
 from __future__ import annotations
@@ -55,7 +58,14 @@ import optax
 
 from memrl.agents.contract import NO_EVALS, EnvFn, Evals, TrainLog
 from memrl.agents.sb3_dqn import DQNParams, exploration_schedule
-from memrl.engines.nets import Params, first_argmax, frame_conv3x3, frame_linear, from_torch
+from memrl.engines.nets import (
+    Params,
+    first_argmax,
+    frame_conv3x3,
+    frame_linear,
+    frame_patches,
+    from_torch,
+)
 
 MAX_GRAD_NORM = 10.0  # SB3 DQN's max_grad_norm default (dqn.py), which dqn_train keeps
 # SB3's state-dict names (QNetwork: features_extractor.net = conv, ReLU, Flatten; q_net =
@@ -90,25 +100,67 @@ def huber(x: jnp.ndarray) -> jnp.ndarray:
     return jnp.where(ax < 1.0, 0.5 * x * x, ax - 0.5)
 
 
-def make_step(hp: DQNParams):
-    """``(params, target, opt_state, s, a, r, s_next, terminated, s_act) -> (params,
-    opt_state, greedy action on s_act)``: one update on the one transition."""
-    opt = optax.adam(hp.learning_rate, b1=0.9, b2=0.999, eps=1e-8)
+def forward(params: Params, x: jnp.ndarray, patches: np.ndarray):
+    """:func:`q_values` with what its gradient needs: the patches, the convolution's and the
+    hidden layer's pre-activations, their ReLUs and Q."""
+    cols = x.reshape(-1)[patches]
+    conv = params["conv.weight"].reshape(params["conv.weight"].shape[0], -1) @ cols
+    conv = conv + params["conv.bias"][:, None]
+    flat = jax.nn.relu(conv).reshape(-1)
+    pre = params["fc.weight"] @ flat + params["fc.bias"]
+    hidden = jax.nn.relu(pre)
+    return cols, conv, flat, pre, hidden, params["out.weight"] @ hidden + params["out.bias"]
 
-    def loss(w, target, s, a, r, s_next, terminated):
-        q_next = jnp.max(q_values(target, s_next))
-        y = jax.lax.stop_gradient(r + (1.0 - terminated) * hp.gamma * q_next)
-        return huber(q_values(w, s)[a] - y)
+
+def make_step(hp: DQNParams, obs_shape: tuple[int, int, int]):
+    """``(params, target, opt_state, s, a, r, s_next, terminated, s_act) -> (params,
+    opt_state, greedy action on s_act)``: one update on the one transition. ``opt_state`` is
+    optax's ``adam`` state (``opt.init``), updated as torch's Adam updates.
+
+    The gradient is written out (one transition, three layers): with ``d = Q(s, a) - y``,
+    the Huber loss's derivative ``clip(d, -1, 1)`` on Q(s, a) alone; back through the output
+    layer and the ReLUs (derivative 0 at 0, as torch's and ``jax.nn.relu``'s); the hidden
+    layer's weight gradient is the outer product of its two vectors, so its squared norm
+    for the clip is the product of theirs and it is formed only inside Adam's passes.
+    ``tests/test_engine.py`` checks each update against SB3's own. Adam as torch's
+    (``torch.optim.Adam``): ``m <- b1 m + (1 - b1) g``, ``v <- b2 v + (1 - b2) g^2``,
+    ``w <- w - (lr / (1 - b1^t)) m / (sqrt(v) / sqrt(1 - b2^t) + eps)``, the last division
+    by a scalar taken as a product by its reciprocal."""
+    opt = optax.adam(hp.learning_rate, b1=0.9, b2=0.999, eps=1e-8)  # its state's layout
+    b1, b2, eps, lr = 0.9, 0.999, 1e-8, hp.learning_rate
+    patches = frame_patches(obs_shape)
 
     @jax.jit
     def step(params, target, opt_state, s, a, r, s_next, terminated, s_act):
-        grads = jax.grad(loss)(params, target, s, a, r, s_next, terminated)
-        norm = jnp.sqrt(sum(jnp.sum(jnp.square(g)) for g in jax.tree.leaves(grads)))
-        coef = jnp.minimum(MAX_GRAD_NORM / (norm + 1e-6), 1.0)
-        grads = jax.tree.map(lambda g: g * coef, grads)
-        updates, opt_state = opt.update(grads, opt_state, params)
-        params = optax.apply_updates(params, updates)
-        return params, opt_state, first_argmax(q_values(params, s_act))
+        q_next = jnp.max(forward(target, s_next, patches)[-1])
+        y = r + (1.0 - terminated) * hp.gamma * q_next
+        cols, conv, flat, pre, hidden, q = forward(params, s, patches)
+        dq = jnp.where(jnp.arange(q.shape[0]) == a, jnp.clip(q[a] - y, -1.0, 1.0), 0.0)
+        dh = jnp.where(pre > 0, dq @ params["out.weight"], 0.0)
+        dconv = jnp.where(conv.reshape(-1) > 0, dh @ params["fc.weight"], 0.0)
+        dconv = dconv.reshape(conv.shape)
+        small = {
+            "conv.weight": (dconv @ cols.T).reshape(params["conv.weight"].shape),
+            "conv.bias": dconv.sum(1),
+            "fc.bias": dh,
+            "out.weight": jnp.outer(dq, hidden),
+            "out.bias": dq,
+        }
+        norm2 = sum(jnp.sum(g * g) for g in small.values()) + jnp.sum(dh * dh) * jnp.sum(
+            flat * flat
+        )
+        coef = jnp.minimum(MAX_GRAD_NORM / (jnp.sqrt(norm2) + 1e-6), 1.0)  # clip_grad_norm_
+        grads = {k: g * coef for k, g in small.items()}
+        grads["fc.weight"] = (coef * dh)[:, None] * flat[None, :]
+        adam = opt_state[0]
+        count = adam.count + 1
+        t = count.astype(jnp.float32)
+        size, root = lr / (1.0 - b1**t), 1.0 / jnp.sqrt(1.0 - b2**t)
+        mu = {k: b1 * adam.mu[k] + (1.0 - b1) * g for k, g in grads.items()}
+        nu = {k: b2 * adam.nu[k] + (1.0 - b2) * (g * g) for k, g in grads.items()}
+        params = {k: params[k] - size * (mu[k] / (jnp.sqrt(nu[k]) * root + eps)) for k in params}
+        state = (adam._replace(count=count, mu=mu, nu=nu), *opt_state[1:])
+        return params, state, first_argmax(q_values(params, s_act))
 
     return opt, step
 
@@ -136,7 +188,7 @@ def train(
     n_actions = int(env.action_space.n)
     params = init_params(env.observation_space.shape, n_actions, hp, seed)
     target = params
-    opt, step = make_step(hp)
+    opt, step = make_step(hp, env.observation_space.shape)
     opt_state = opt.init(params)
     eps = exploration_schedule(hp, total_steps)
     returns, lengths, ret, length = [], [], 0.0, 0
