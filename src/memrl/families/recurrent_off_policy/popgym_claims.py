@@ -248,7 +248,8 @@ def ro_12(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult
         cfg, runs, floors, RO_12, [("PPO-GRU", m) for m in others], suite_only=True,
         deviations=[
             _cores(cfg),
-            "POPGym compares 13 memory models under RLlib's PPO; ours: the cores of the cores "
-            "table (GRU, LSTM, FFM, S5), the GRU against each, suite-wide only (as its headline)",
+            "POPGym compares 13 memory models under RLlib's PPO; ours: "
+            f"{', '.join(m.removeprefix('PPO-') for m in ['PPO-GRU', *others])} from the cores "
+            "table, the GRU against each, suite-wide only (as its headline)",
         ],
     )  # fmt: skip
