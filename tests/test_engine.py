@@ -117,23 +117,101 @@ def test_stream_q_equals_the_torch_agent_step_for_step(S):
     assert resets > 50 and flips == 0  # the traces were cut, the greedy choices agree
 
 
-def test_a_stream_q_run_on_the_engine_is_the_torch_agents_run(S, monkeypatch):
-    """Whole runs from one seed (2,500 steps on Breakout): the same episodes (so the same
-    actions, frames and rewards throughout) and final weights within float rounding."""
-    from memrl.agents import stream_q as T
+def test_the_compiled_loop_feeds_the_torch_agents_update(S):
+    """A whole run compiled (make_train: the ported game, the normalisation and the
+    epsilon-greedy draws inside one scan, 2,500 steps on Breakout), its update inputs traced
+    and replayed through the torch agent (its network and ObGD from the same initial
+    weights): the weights agree within float rounding after every one of them, the loop's
+    greedy choice is the torch network's, and the traces were cut often (episode ends and
+    non-greedy actions)."""
+    import torch as th
 
-    nets = []
-    build = T.q_network
-    monkeypatch.setattr(T, "q_network", lambda *a: nets.append(build(*a)) or nets[-1])
+    from memrl.agents import stream_q as T
+    from memrl.envs import minatar_jax as mj
+
     p, steps = T.StreamQParams(), 2_500
-    torch_log = T.train(partial(make, GAME), p, steps, 0)
-    monkeypatch.undo()
-    final: dict = {}
-    engine_log = S.train(partial(make, GAME), p, steps, 0, final=final)
-    assert engine_log == torch_log and len(torch_log["episode_returns"]) > 50
-    worst = _max_diff(nets[0].state_dict(), S.TORCH_NAMES, final["params"])
-    print(f"stream Q(lambda), one {steps}-step run: final max |engine - torch| = {worst:.3g}")
+    init, run = S.make_train(p, mj.GAMES[GAME], steps, trace=True)
+    carry0 = init(0)
+    _, out = run(carry0, steps)
+    done, ret, length, s, a, r, s_next, done_, reset, s_act = (np.asarray(x) for x in out)
+    th.manual_seed(0)
+    net = T.q_network(mj.GAMES[GAME].obs_shape, mj.GAMES[GAME].n_actions, p)
+    opt = T.ObGD(list(net.parameters()), p)
+    assert _max_diff(net.state_dict(), S.TORCH_NAMES, carry0.params) == 0.0
+    assert np.array_equal(s[1:], s_act[:-1])  # each step acts on the last one's next frame
+    for t in range(steps):
+        q = net(th.as_tensor(s[t])[None])[0]
+        with th.no_grad():
+            nxt = 0.0 if done[t] else p.gamma * float(net(th.as_tensor(s_next[t])[None]).max())
+        delta = float(r[t]) + nxt - float(q[a[t]].detach())
+        for w in opt.params:
+            w.grad = None
+        q[a[t]].backward()
+        opt.step(delta, reset=bool(reset[t]))
+    final, _ = run(carry0, steps)
+    worst = _max_diff(net.state_dict(), S.TORCH_NAMES, final.params)
+    greedy = int(net(th.as_tensor(np.asarray(final.s))[None])[0].argmax())
+    print(f"stream Q(lambda), a compiled {steps}-step run replayed: max |engine - torch| = "
+          f"{worst:.3g}; {int(done.sum())} episodes, {int(reset.sum())} trace cuts")  # fmt: skip
     assert worst < 1e-5, worst
+    assert greedy == int(final.greedy)
+    assert done.sum() > 50 and reset.sum() > done.sum()
+    assert np.array_equal(done, done_)
+
+
+def test_the_compiled_loop_normalises_as_the_wrappers_do(S):
+    """The loop's normalisation (memrl.engines.normalisation, float32 with Kahan's
+    compensation) against the wrappers' float64 on the same stream: 20,000 MinAtar-like
+    binary frames within float32 rounding of the wrappers' z-scores, and over 2M rewards
+    the scaled reward within 1e-5 of float64's (printed beside the same scan without the
+    compensation: as close on this stream, 3.7e-7, so the compensation is a guard here)."""
+    import jax
+    import jax.numpy as jnp
+
+    from memrl.engines import normalisation as N
+    from memrl.envs.stream_normalisation import SampleMeanStd
+
+    rng = np.random.default_rng(0)
+    frames = (rng.random((20_000, 4, 10, 10)) < rng.random((1, 4, 10, 10)) * 0.3).astype(np.float32)
+    _, z = jax.lax.scan(lambda st, x: N.normalise(st, x), N.welford((4, 10, 10)), frames)
+    ref, worst = SampleMeanStd((4, 10, 10)), 0.0
+    for x, got in zip(frames, np.asarray(z), strict=True):
+        ref.update(x)
+        want = ((x - ref.mean) / np.sqrt(ref.var + N.EPSILON)).astype(np.float32)
+        worst = max(worst, float(np.abs(got - want).max()))
+    assert worst < 1e-4, worst
+    rewards = (rng.random(2_000_000) < 0.05).astype(np.float32)
+    dones = rng.random(2_000_000) < 0.01
+
+    def body(c, x):
+        st, tr = c
+        st, tr, scaled = N.scale_reward(st, tr, x[0], x[1] > 0, 0.99)
+        return (st, tr), scaled
+
+    xs = np.stack([rewards, dones.astype(np.float32)], 1)
+    _, scaled = jax.jit(lambda xs: jax.lax.scan(body, (N.welford(), jnp.float32(0)), xs))(xs)
+    g = 0.0  # the wrapper's float64, vectorised by hand
+    trace = np.empty(len(rewards))
+    for i, (x, d) in enumerate(zip(rewards, dones, strict=True)):
+        g = g * 0.99 * (1 - d) + x
+        trace[i] = g
+    count = np.arange(1, len(trace) + 1)
+    mean64 = np.cumsum(trace) / count
+    var64 = np.ones_like(trace)
+    var64[1:] = (np.cumsum(trace * trace) - count * mean64 * mean64)[1:] / (count[1:] - 1)
+    want = rewards / np.sqrt(var64 + N.EPSILON)
+    late = slice(1_000_000, None)
+    err = float(np.abs(np.asarray(scaled)[late] - want[late]).max())
+    assert err < 1e-5, err
+    plain = N._kahan
+    try:  # the same scan without the compensation
+        N._kahan = lambda total, comp, x: (total + x, comp)
+        _, naive = jax.jit(lambda xs: jax.lax.scan(body, (N.welford(), jnp.float32(0)), xs))(xs)
+    finally:
+        N._kahan = plain
+    naive_err = float(np.abs(np.asarray(naive)[late] - want[late]).max())
+    print(f"scaled rewards over 2M steps: |Kahan - float64| {err:.2g}, |plain - float64| "
+          f"{naive_err:.2g}")  # fmt: skip
 
 
 def _sb3_dqn1(hp, env, seed: int):
@@ -238,6 +316,41 @@ def test_dqn1_equals_sb3s_update_for_update(D):
     assert model._n_updates == UPDATES and dones > 5
     assert worst_step < 1e-6, worst_step
     assert drift < hp.learning_rate, drift
+
+
+def test_dqn1s_compiled_loop_is_its_update_loop(D):
+    """DQN1's run compiled whole (make_train, 3,000 steps on Breakout, a target copy every
+    1,000), its update inputs traced and replayed in Python through the per-update step that
+    the test above checks against SB3, with SB3's target copies (every
+    ``target_update_interval`` steps, before the update) and its first update after
+    ``learning_starts``: the weights stay within a fraction of one Adam step, and each step
+    acts on the frame the last one handed on."""
+    from memrl.envs import minatar_jax as mj
+
+    hp = _dqn1_params()
+    hp = hp.model_copy(update={"learning_starts": 100})
+    steps = 3_000
+    game = mj.GAMES[GAME]
+    init, run = D.make_train(hp, game, steps, trace=True)
+    carry0 = init(0)
+    final, out = run(carry0, steps)
+    done, ret, length, s, a, r, s_next, term, s_act, learn = (np.asarray(x) for x in out)
+    assert np.array_equal(s[1:], s_act[:-1]) and learn.sum() == steps - hp.learning_starts
+    opt, step = D.make_step(hp, game.obs_shape)
+    params = target = carry0.params
+    opt_state = opt.init(params)
+    for t in range(1, steps + 1):
+        if t % hp.target_update_interval == 0:
+            target = params
+        if learn[t - 1]:
+            i = t - 1
+            params, opt_state, _ = step(params, target, opt_state, s[i], a[i], r[i],
+                                        s_next[i], np.float32(term[i]), s_act[i])  # fmt: skip
+    worst = max(float(np.abs(np.asarray(final.params[k]) - np.asarray(v)).max())
+                for k, v in params.items())  # fmt: skip
+    print(f"DQN1, a compiled {steps}-step run replayed: max |loop - steps| = {worst:.3g}")
+    assert worst < hp.learning_rate, worst
+    assert done.sum() > 20
 
 
 def test_the_one_frame_pieces_are_the_batched_ones(S):

@@ -45,7 +45,8 @@ the weight and its two moments stacked in one array for a single pass (1.7x slow
 
 from __future__ import annotations
 
-from typing import Any
+from functools import partial
+from typing import Any, NamedTuple
 
 from memrl.engines.pin import pin
 
@@ -57,7 +58,7 @@ import numpy as np
 import optax
 
 from memrl.agents.contract import NO_EVALS, EnvFn, Evals, TrainLog
-from memrl.agents.sb3_dqn import DQNParams, exploration_schedule
+from memrl.agents.sb3_dqn import DQNParams
 from memrl.engines.nets import (
     Params,
     first_argmax,
@@ -66,6 +67,7 @@ from memrl.engines.nets import (
     frame_patches,
     from_torch,
 )
+from memrl.envs import minatar_jax as mj
 
 MAX_GRAD_NORM = 10.0  # SB3 DQN's max_grad_norm default (dqn.py), which dqn_train keeps
 # SB3's state-dict names (QNetwork: features_extractor.net = conv, ReLU, Flatten; q_net =
@@ -113,8 +115,16 @@ def forward(params: Params, x: jnp.ndarray, patches: np.ndarray):
 
 
 def make_step(hp: DQNParams, obs_shape: tuple[int, int, int]):
-    """``(params, target, opt_state, s, a, r, s_next, terminated, s_act) -> (params,
-    opt_state, greedy action on s_act)``: one update on the one transition. ``opt_state`` is
+    """:func:`make_update` compiled alone (one call per update): ``(opt, step)``, what
+    ``tests/test_engine.py`` feeds SB3's transitions."""
+    opt, update = make_update(hp, obs_shape)
+    return opt, jax.jit(update)
+
+
+def make_update(hp: DQNParams, obs_shape: tuple[int, int, int]):
+    """``(opt, update)``, ``update(params, target, opt_state, s, a, r, s_next, terminated,
+    s_act) -> (params, opt_state, greedy action on s_act)``: one update on the one
+    transition, uncompiled. ``opt_state`` is
     optax's ``adam`` state (``opt.init``), updated as torch's Adam updates.
 
     The gradient is written out (one transition, three layers): with ``d = Q(s, a) - y``,
@@ -130,8 +140,7 @@ def make_step(hp: DQNParams, obs_shape: tuple[int, int, int]):
     b1, b2, eps, lr = 0.9, 0.999, 1e-8, hp.learning_rate
     patches = frame_patches(obs_shape)
 
-    @jax.jit
-    def step(params, target, opt_state, s, a, r, s_next, terminated, s_act):
+    def update(params, target, opt_state, s, a, r, s_next, terminated, s_act):
         q_next = jnp.max(forward(target, s_next, patches)[-1])
         y = r + (1.0 - terminated) * hp.gamma * q_next
         cols, conv, flat, pre, hidden, q = forward(params, s, patches)
@@ -162,11 +171,90 @@ def make_step(hp: DQNParams, obs_shape: tuple[int, int, int]):
         state = (adam._replace(count=count, mu=mu, nu=nu), *opt_state[1:])
         return params, state, first_argmax(q_values(params, s_act))
 
-    return opt, step
+    return opt, update
 
 
-def greedy_action(params: Params, s: np.ndarray) -> int:
-    return int(first_argmax(q_values(params, jnp.asarray(s))))
+class Carry(NamedTuple):
+    """The training loop's state between steps."""
+
+    params: Params
+    target: Params
+    opt_state: Any
+    env: Any  # the game's state (memrl.envs.minatar_jax)
+    s: jnp.ndarray  # the frame the next action is chosen on
+    greedy: jnp.ndarray  # the greedy action on ``s`` under ``params``
+    key: jnp.ndarray
+    t: jnp.ndarray  # steps done
+    ret: jnp.ndarray  # the episode's return so far
+    length: jnp.ndarray
+
+
+def make_train(hp: DQNParams, game: mj.Game, total_steps: int, trace: bool = False):
+    """The whole run as compiled pieces (as :func:`memrl.engines.stream_q.make_train`):
+    ``init(seed) -> Carry`` and ``run(carry, n) -> (carry, per-step outputs)``. Step ``t`` =
+    1, 2, ... as SB3's (module docstring): a uniform action while ``t - 1 <
+    learning_starts``, else epsilon-greedy at SB3's schedule (the draws from ``fold_in(key,
+    t)`` split in three: the epsilon draw, the random action, the game's uniforms); the
+    game's step (:func:`memrl.envs.minatar_jax.step_autoreset_u`: ``s'`` the frame the step
+    ended on, ``terminated`` its flag); the target copied when ``t`` is a multiple of
+    ``target_update_interval``; when ``t > learning_starts`` one update (:func:`make_update`),
+    else only the greedy action on the next frame. Per step ``run`` returns ``(done, the
+    finished episode's return, its length)``; with ``trace`` also the update's inputs."""
+    check(hp)
+    opt, update = make_update(hp, game.obs_shape)
+    n = game.n_actions
+    start = hp.learning_starts if hp.anneal_from == "learning start" else 0
+    span = max(1.0, hp.exploration_fraction * total_steps)
+
+    def init(seed: int) -> Carry:
+        params = init_params(game.obs_shape, n, hp, seed)
+        k_reset, key = jax.random.split(jax.random.key(seed))
+        env, s = mj.reset_u(game, mj.uniforms(k_reset)[1])
+        zero = jnp.zeros((), jnp.float32)
+        count = jnp.zeros((), jnp.int32)
+        return Carry(params, params, opt.init(params), env, s, first_argmax(q_values(params, s)),
+                     key, count, zero, count)  # fmt: skip
+
+    def body(c: Carry, _):
+        t = c.t + 1
+        k_eps, k_act, k_env = jax.random.split(jax.random.fold_in(c.key, t), 3)
+        frac = jnp.clip(((t - 1).astype(jnp.float32) - start) / span, 0.0, 1.0)
+        eps = 1.0 + frac * (hp.exploration_final_eps - 1.0)  # SB3's linear schedule
+        explore = (t - 1 < hp.learning_starts) | (jax.random.uniform(k_eps, (), jnp.float32) < eps)
+        a = jnp.where(explore, jax.random.randint(k_act, (), 0, n, jnp.int32), c.greedy)
+        env, first, r, term, trunc, final = mj.step_autoreset_u(game, c.env, a, mj.uniforms(k_env))
+        done = term | trunc
+        s_act = jnp.where(done, first, final)
+        target = jax.tree.map(
+            lambda w, old: jnp.where(t % hp.target_update_interval == 0, w, old), c.params, c.target
+        )
+        learn = t > hp.learning_starts
+        args = (c.s, a, r, final, term.astype(jnp.float32), s_act)
+        params, opt_state, greedy = jax.lax.cond(
+            learn,
+            lambda: update(c.params, target, c.opt_state, *args),
+            lambda: (c.params, c.opt_state, first_argmax(q_values(c.params, s_act))),
+        )
+        ret, length = c.ret + r, c.length + 1
+        out = (done, ret, length) + ((c.s, a, r, final, term, s_act, learn) if trace else ())
+        zero = jnp.zeros_like
+        carry = Carry(params, target, opt_state, env, s_act, greedy, c.key, t,
+                      jnp.where(done, zero(ret), ret), jnp.where(done, zero(length), length))  # fmt: skip
+        return carry, out
+
+    @partial(jax.jit, static_argnums=1)  # not donated: init's zeros share buffers
+    def run(c: Carry, steps: int):
+        return jax.lax.scan(body, c, None, length=steps)
+
+    return init, run
+
+
+def check(hp: DQNParams) -> None:
+    """One clear error for a DQN that is not the engine's DQN1."""
+    if (hp.buffer_size, hp.batch_size, hp.train_freq, hp.gradient_steps) != (1, 1, 1, 1):
+        raise ValueError("the engine's DQN1 has buffer_size, batch_size, train_freq 1")
+    if hp.tau != 1.0 or hp.train_freq_unit != "step" or len(hp.net_arch) != 1:
+        raise ValueError("the engine's DQN1 copies its target (tau 1) and has one hidden layer")
 
 
 def train(
@@ -177,47 +265,25 @@ def train(
     evals: Evals = NO_EVALS,
     final: dict[str, Any] | None = None,
 ) -> TrainLog:
-    """DQN1 for ``total_steps`` steps on ``env_fn(seed)``, as SB3's (no greedy evaluation:
-    ``evals`` is not used); ``final``, when given, receives the last weights."""
-    if (hp.buffer_size, hp.batch_size, hp.train_freq, hp.gradient_steps) != (1, 1, 1, 1):
-        raise ValueError("the engine's DQN1 has buffer_size, batch_size, train_freq 1")
-    if hp.tau != 1.0 or hp.train_freq_unit != "step" or len(hp.net_arch) != 1:
-        raise ValueError("the engine's DQN1 copies its target (tau 1) and has one hidden layer")
-    rng = np.random.default_rng(seed)
-    env = env_fn(seed)
-    n_actions = int(env.action_space.n)
-    params = init_params(env.observation_space.shape, n_actions, hp, seed)
-    target = params
-    opt, step = make_step(hp, env.observation_space.shape)
-    opt_state = opt.init(params)
-    eps = exploration_schedule(hp, total_steps)
-    returns, lengths, ret, length = [], [], 0.0, 0
-    s, _ = env.reset(seed=seed)
-    greedy = greedy_action(params, s)
-    for t in range(1, total_steps + 1):
-        if t - 1 < hp.learning_starts or rng.random() < eps(1.0 - (t - 1) / total_steps):
-            a = int(rng.integers(n_actions))
-        else:
-            a = greedy
-        obs, r, terminated, truncated, _ = env.step(a)
-        ret, length = ret + float(r), length + 1
-        s_act = obs
-        if terminated or truncated:
-            returns.append(ret)
-            lengths.append(length)
-            ret, length = 0.0, 0
-            s_act, _ = env.reset()
-        if t % hp.target_update_interval == 0:
-            target = params
-        if t > hp.learning_starts:
-            params, opt_state, g = step(
-                params, target, opt_state, s, np.int32(a), np.float32(r), obs,
-                np.float32(terminated), s_act,
-            )  # fmt: skip
-            greedy = int(g)
-        else:
-            greedy = greedy_action(params, s_act)
-        s = s_act
+    """DQN1 for ``total_steps`` steps on the game ``env_fn`` makes (ported:
+    :func:`memrl.engines.stream_q.game_of`), as SB3's (no greedy evaluation: ``evals`` is
+    not used), the loop compiled in chunks (:func:`make_train`); ``final``, when given,
+    receives the last weights."""
+    from memrl.engines.stream_q import CHUNK, game_of
+
+    check(hp)
+    init, run = make_train(hp, game_of(env_fn, seed), total_steps)
+    carry = init(seed)
+    returns: list[float] = []
+    lengths: list[int] = []
+    done_steps = 0
+    while done_steps < total_steps:
+        steps = min(CHUNK, total_steps - done_steps)
+        carry, (done, ret, length) = run(carry, steps)
+        done = np.asarray(done)
+        returns += np.asarray(ret)[done].astype(float).tolist()
+        lengths += np.asarray(length)[done].astype(int).tolist()
+        done_steps += steps
     if final is not None:
-        final["params"] = {k: np.asarray(v) for k, v in params.items()}
+        final["params"] = {k: np.asarray(v) for k, v in carry.params.items()}
     return {"episode_returns": returns, "episode_lengths": lengths, "memory_size": 1}
