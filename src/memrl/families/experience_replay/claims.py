@@ -473,12 +473,13 @@ COMPETITIVE = Margin(
 
 ON_THE_ENGINE = (
     "stream Q(λ) and DQN1 trained on the accelerated engine (memrl.engines: JAX on CPU, XLA "
-    "pinned to AVX2 and one core a process): the torch agent's and SB3's algorithms with each "
-    "step one compiled call, equal to them step for step within float rounding from the same "
-    "initial weights (tests/test_engine.py); the games are the minatar package's, stepped "
-    "from Python (no port: the package steps ~10x faster than the compiled agent); the TD "
-    "error in float32 (the torch agent: float64); DQN1's exploration draws from a generator "
-    "of its own (SB3: numpy's global one)"
+    "pinned to AVX2 and one core a process), each run one compiled loop: the torch agent's "
+    "and SB3's updates, equal to them within float rounding from the same initial weights "
+    "(tests/test_engine.py); the games ported to JAX, frame-exact against the minatar package "
+    "(tests/test_minatar_jax.py); the exploration, sticky actions and Breakout's serve drawn "
+    "from jax.random (the same distributions as the package's and the agents' generators, "
+    "not their streams); stream Q's normalisation in float32 with Kahan's compensation and "
+    "its TD error in float32 (the reference: float64)"
 )
 
 

@@ -169,12 +169,14 @@ def rae_job(seed: int, condition: str, p: dict[str, Any], prior_path: str) -> di
 
 
 STREAM, DQN1, DQN_REPLAY = "stream Q(λ)", "DQN1", "DQN"  # the streaming claims' methods
-# core-s per env step on the engine (the mean of the two games'): benchmarks/engine.py --steps
-# 30000 --short 2000 --against 276d973, one run interleaved on an Intel Xeon (family 6 model
-# 207, 2 cores) at load ~2-6, Breakout / SpaceInvaders: stream Q 2,122 / 1,775 steps per
-# core-s (2.0x / 2.1x the engine before: 1,052 / 851), DQN1 1,162 / 1,217 (1.35x / 1.7x:
-# 860 / 717); earlier, at load ~11: torch stream Q 326 / 368, SB3 DQN1 211 / 217
-ENGINE_COST = {STREAM: 5.2e-4, DQN1: 8.4e-4}
+# core-s per env step on the engine (the mean of the two games'), each run one compiled loop:
+# benchmarks/engine.py --against cf2eb7b (the per-step engine), one run each arm on an Intel
+# Xeon (family 6 model 207, 2 cores) at load 3.4-4.2 (another job on both cores), Breakout /
+# SpaceInvaders: stream Q 4,158 / 3,558 steps per core-s (2.0x / 2.6x: 2,074 / 1,374), DQN1
+# 3,836 / 2,828 (3.1x / 2.8x: 1,253 / 1,001); unloaded, stream Q ~5,800 (one process);
+# before the loop was compiled (2026-12-02, load ~2-6): stream Q 2,122 / 1,775, DQN1 1,162 /
+# 1,217; torch stream Q 326 / 368, SB3 DQN1 211 / 217 (load ~11)
+ENGINE_COST = {STREAM: 2.6e-4, DQN1: 3.1e-4}
 
 
 def stream_job(seed: int, env_id: str, method: str, p: dict[str, Any]) -> dict[str, Any]:
@@ -203,7 +205,7 @@ def stream_job(seed: int, env_id: str, method: str, p: dict[str, Any]) -> dict[s
 
 def stream_engine_job(seed: int, env_id: str, method: str, p: dict[str, Any]) -> dict[str, Any]:
     """:func:`stream_job`'s stream Q(lambda) or DQN1 run on the accelerated engine
-    (:mod:`memrl.engines`: the same algorithms step for step, each step one compiled call;
+    (:mod:`memrl.engines`: the same updates, each run one compiled loop on the ported game;
     the job's spec says ``engine="xla"``, so its process is pinned before jax loads)."""
     from memrl.agents.sb3_dqn import DQNParams
     from memrl.agents.stream_q import StreamQParams
