@@ -59,6 +59,7 @@ import optax
 
 from memrl.agents.contract import NO_EVALS, EnvFn, Evals, TrainLog
 from memrl.agents.sb3_dqn import DQNParams
+from memrl.engines.loop import game_of, run_chunks
 from memrl.engines.nets import (
     Params,
     first_argmax,
@@ -266,24 +267,12 @@ def train(
     final: dict[str, Any] | None = None,
 ) -> TrainLog:
     """DQN1 for ``total_steps`` steps on the game ``env_fn`` makes (ported:
-    :func:`memrl.engines.stream_q.game_of`), as SB3's (no greedy evaluation: ``evals`` is
+    :func:`memrl.engines.loop.game_of`), as SB3's (no greedy evaluation: ``evals`` is
     not used), the loop compiled in chunks (:func:`make_train`); ``final``, when given,
     receives the last weights."""
-    from memrl.engines.stream_q import CHUNK, game_of
-
     check(hp)
     init, run = make_train(hp, game_of(env_fn, seed), total_steps)
-    carry = init(seed)
-    returns: list[float] = []
-    lengths: list[int] = []
-    done_steps = 0
-    while done_steps < total_steps:
-        steps = min(CHUNK, total_steps - done_steps)
-        carry, (done, ret, length) = run(carry, steps)
-        done = np.asarray(done)
-        returns += np.asarray(ret)[done].astype(float).tolist()
-        lengths += np.asarray(length)[done].astype(int).tolist()
-        done_steps += steps
+    carry, returns, lengths = run_chunks(run, init(seed), total_steps)
     if final is not None:
         final["params"] = {k: np.asarray(v) for k, v in carry.params.items()}
     return {"episode_returns": returns, "episode_lengths": lengths, "memory_size": 1}

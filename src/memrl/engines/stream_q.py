@@ -66,6 +66,7 @@ import numpy as np
 from memrl.agents.contract import NO_EVALS, EnvFn, Evals, TrainLog
 from memrl.agents.stream_q import StreamQParams
 from memrl.engines import normalisation as norm
+from memrl.engines.loop import game_of, run_chunks
 from memrl.engines.nets import (
     Params,
     first_argmax,
@@ -220,22 +221,6 @@ def make_train(p: StreamQParams, game: mj.Game, total_steps: int, trace: bool = 
     return init, run
 
 
-CHUNK = 50_000  # steps per compiled call: the progress the job reports, ~10 s here
-
-
-def game_of(env_fn: EnvFn, seed: int) -> mj.Game:
-    """The ported game ``env_fn`` makes (:data:`memrl.envs.minatar_jax.GAMES`), checked
-    against the package's env: its id, frame shape and action count."""
-    env = env_fn(seed)
-    spec_id = getattr(env.spec, "id", None)
-    if spec_id not in mj.GAMES:
-        raise ValueError(f"the engine runs {sorted(mj.GAMES)}, not {spec_id!r}")
-    game = mj.GAMES[spec_id]
-    if (env.observation_space.shape, int(env.action_space.n)) != (game.obs_shape, game.n_actions):
-        raise ValueError(f"{spec_id}: the package's env and the port disagree on its spaces")
-    return game
-
-
 def train(
     env_fn: EnvFn,
     p: StreamQParams,
@@ -246,20 +231,10 @@ def train(
 ) -> TrainLog:
     """Stream Q(lambda) for ``total_steps`` steps on the game ``env_fn`` makes (ported:
     :func:`game_of`), as :func:`memrl.agents.stream_q.train` (its arguments, its log), the
-    loop compiled in chunks of :data:`CHUNK` steps (:func:`make_train`); ``final``, when
-    given, receives the last weights (``final["params"]``, numpy)."""
+    loop compiled (:func:`make_train`) and run in chunks (:func:`memrl.engines.loop.
+    run_chunks`); ``final``, when given, receives the last weights (``final["params"]``, numpy)."""
     init, run = make_train(p, game_of(env_fn, seed), total_steps)
-    carry = init(seed)
-    returns: list[float] = []
-    lengths: list[int] = []
-    done_steps = 0
-    while done_steps < total_steps:
-        steps = min(CHUNK, total_steps - done_steps)
-        carry, (done, ret, length) = run(carry, steps)
-        done = np.asarray(done)
-        returns += np.asarray(ret)[done].astype(float).tolist()
-        lengths += np.asarray(length)[done].astype(int).tolist()
-        done_steps += steps
+    carry, returns, lengths = run_chunks(run, init(seed), total_steps)
     if final is not None:
         final["params"] = {k: np.asarray(v) for k, v in carry.params.items()}
     return {"episode_returns": returns, "episode_lengths": lengths}
