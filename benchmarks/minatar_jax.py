@@ -14,14 +14,13 @@ import argparse
 import time
 from pathlib import Path
 
-import numpy as np
-
-from memrl.engines.pin import pin
+from memrl.engines.pin import pin  # first: memrl pins the kernels (tests/test_isa.py)
 
 pin()  # before jax loads: XLA's flags and one core (memrl.engines.pin)
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
 
 from memrl.envs import minatar_jax as M  # noqa: E402
 from memrl.envs.registry import make  # noqa: E402

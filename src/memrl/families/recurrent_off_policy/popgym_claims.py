@@ -241,7 +241,9 @@ def ro_8(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult 
 
 def ro_12(cfg: RecurrentOffPolicyParams, runs: Runs, floors=None) -> ClaimResult | None:
     """POPGym's headline: the GRU above each other core of ours on the suite-wide MMER."""
-    others = [m for m in ("PPO-LSTM", "PPO-FFM", "PPO-S5") if m in set(runs.main.method)]
+    main = runs.main
+    ran = set(main.method[main.env_id.str.startswith(POPGYM, na=False)]) if len(main) else ()
+    others = [m for m in ("PPO-LSTM", "PPO-FFM", "PPO-S5") if m in ran]  # on POPGym's envs
     if not others:
         return None
     return _judge(
