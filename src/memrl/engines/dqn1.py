@@ -63,7 +63,6 @@ from memrl.engines.loop import game_of, run_chunks
 from memrl.engines.nets import (
     Params,
     first_argmax,
-    frame_conv3x3,
     frame_linear,
     frame_patches,
     from_torch,
@@ -91,10 +90,9 @@ def init_params(obs_shape: tuple[int, ...], n_actions: int, hp: DQNParams, seed:
 
 
 def q_values(params: Params, x: jnp.ndarray) -> jnp.ndarray:
-    """Q(x, .) for one frame (C, H, W): conv -> ReLU -> linear -> ReLU -> linear."""
-    h = jax.nn.relu(frame_conv3x3(params["conv.weight"], params["conv.bias"], x))
-    h = jax.nn.relu(frame_linear(params["fc.weight"], params["fc.bias"], h.reshape(-1)))
-    return frame_linear(params["out.weight"], params["out.bias"], h)
+    """Q(x, .) for one frame (C, H, W): conv -> ReLU -> linear -> ReLU -> linear
+    (:func:`forward`'s last output)."""
+    return forward(params, x, frame_patches(x.shape))[-1]
 
 
 def huber(x: jnp.ndarray) -> jnp.ndarray:
@@ -106,13 +104,20 @@ def huber(x: jnp.ndarray) -> jnp.ndarray:
 def forward(params: Params, x: jnp.ndarray, patches: np.ndarray):
     """:func:`q_values` with what its gradient needs: the patches, the convolution's and the
     hidden layer's pre-activations, their ReLUs and Q."""
-    cols = x.reshape(-1)[patches]
-    conv = params["conv.weight"].reshape(params["conv.weight"].shape[0], -1) @ cols
-    conv = conv + params["conv.bias"][:, None]
+    cols = x.reshape(-1)[patches]  # frame_conv3x3's patches, kept for the gradient
+    w = params["conv.weight"]
+    conv = w.reshape(w.shape[0], -1) @ cols + params["conv.bias"][:, None]
     flat = jax.nn.relu(conv).reshape(-1)
-    pre = params["fc.weight"] @ flat + params["fc.bias"]
+    pre = frame_linear(params["fc.weight"], params["fc.bias"], flat)
     hidden = jax.nn.relu(pre)
-    return cols, conv, flat, pre, hidden, params["out.weight"] @ hidden + params["out.bias"]
+    return (
+        cols,
+        conv,
+        flat,
+        pre,
+        hidden,
+        frame_linear(params["out.weight"], params["out.bias"], hidden),
+    )
 
 
 def make_step(hp: DQNParams, obs_shape: tuple[int, int, int]):
@@ -270,8 +275,7 @@ def train(
     :func:`memrl.engines.loop.game_of`), as SB3's (no greedy evaluation: ``evals`` is
     not used), the loop compiled in chunks (:func:`make_train`); ``final``, when given,
     receives the last weights."""
-    check(hp)
-    init, run = make_train(hp, game_of(env_fn, seed), total_steps)
+    init, run = make_train(hp, game_of(env_fn, seed), total_steps)  # checks hp first
     carry, returns, lengths = run_chunks(run, init(seed), total_steps)
     if final is not None:
         final["params"] = {k: np.asarray(v) for k, v in carry.params.items()}
