@@ -7,7 +7,11 @@ SpaceInvaders, and the price of ER-7/ER-8's engine arms at the paper's budget.
 - ``engine stream Q``: :func:`memrl.engines.stream_q.train` (one compiled step);
 - ``SB3 DQN1``: :func:`memrl.agents.sb3_dqn.dqn_train` with the family's ``stream.dqn1``
   block (a buffer of 1, batch 1, an update every step);
-- ``engine DQN1``: :func:`memrl.engines.dqn1.train`, the same block.
+- ``engine DQN1``: :func:`memrl.engines.dqn1.train`, the same block;
+- ``engine DQN``: :func:`memrl.engines.minatar_dqn.train`, MinAtar's DQN with replay (the
+  ``stream.dqn`` block, ER-8's and EC-1/EC-4's baseline: a batch-32 update every step), its
+  runs ``learning_starts`` steps longer than the others' so that the timed difference is
+  all updating steps; priced at the family's ``stream.dqn_timesteps``.
 
 Each process runs ``--short`` steps, then ``--steps`` steps; the rate is their difference in
 steps over their difference in CPU time, so the one-off costs (imports, XLA's compilation:
@@ -34,7 +38,7 @@ import sys
 import tempfile
 
 GAMES = ("MinAtar/Breakout-v1", "MinAtar/SpaceInvaders-v1")
-ARMS = ("torch stream Q", "engine stream Q", "SB3 DQN1", "engine DQN1")
+ARMS = ("torch stream Q", "engine stream Q", "SB3 DQN1", "engine DQN1", "engine DQN")
 
 
 def child(arm: str, env_id: str, short: int, steps: int) -> dict:
@@ -42,7 +46,7 @@ def child(arm: str, env_id: str, short: int, steps: int) -> dict:
     from functools import partial
 
     if arm.startswith("engine"):
-        from memrl.engines import dqn1, stream_q  # first: they pin XLA and the core
+        from memrl.engines import dqn1, minatar_dqn, stream_q  # first: they pin XLA, the core
 
     # isort: split
     from memrl.agents import sb3_dqn
@@ -57,19 +61,25 @@ def child(arm: str, env_id: str, short: int, steps: int) -> dict:
         "torch stream Q": (torch_stream_q.train, st.stream_q),
         "SB3 DQN1": (sb3_dqn.dqn_train, st.dqn1),
         **(
-            {"engine stream Q": (stream_q.train, st.stream_q), "engine DQN1": (dqn1.train, st.dqn1)}
+            {
+                "engine stream Q": (stream_q.train, st.stream_q),
+                "engine DQN1": (dqn1.train, st.dqn1),
+                "engine DQN": (minatar_dqn.train, st.dqn),
+            }
             if arm.startswith("engine")
             else {}
         ),
     }[arm]
     env_fn, times = partial(make, env_id), []
-    train(env_fn, hp, 10, 0)  # untimed: the process's one-off costs (jax's first trace)
-    for n in (short, steps):
+    start = st.dqn.learning_starts if arm == "engine DQN" else 0  # timed: updating steps only
+    train(env_fn, hp, 10 + start, 0)  # untimed: the process's one-off costs (jax's first trace)
+    for n in (start + short, start + steps):
         t0 = time.process_time()
         train(env_fn, hp, n, 0)
         times.append(time.process_time() - t0)
     rate = (steps - short) / (times[1] - times[0])
-    return {"rate": rate, "overhead": times[0] - short / rate}
+    return {"rate": rate, "overhead": times[0] - short / rate, "price_steps": st.dqn_timesteps
+            if arm == "engine DQN" else None}  # fmt: skip
 
 
 def measure(arm: str, env_id: str, a: argparse.Namespace, tree: str | None = None) -> dict:
@@ -124,16 +134,19 @@ def main() -> None:
                       f"(overhead {m['overhead']:.1f} core-s)", flush=True)  # fmt: skip
     print(f"\n{cpu_model()}; load {os.getloadavg()[0]:.1f}; {a.rounds} round(s)")
     total: dict[str, float] = {}
+    budget: dict[str, int] = {}
     for (arm, env_id), ms in rates.items():
         rate = sorted(m["rate"] for m in ms)[len(ms) // 2]
-        run = a.price_steps / rate + sorted(m["overhead"] for m in ms)[len(ms) // 2]
+        steps = ms[0]["price_steps"] or a.price_steps
+        run = steps / rate + sorted(m["overhead"] for m in ms)[len(ms) // 2]
         total[arm] = total.get(arm, 0.0) + run * a.seeds
-        print(f"{arm:16s} {env_id:26s} {rate:8,.0f} steps/core-s; a {a.price_steps:,}-step run "
+        budget[arm] = steps
+        print(f"{arm:16s} {env_id:26s} {rate:8,.0f} steps/core-s; a {steps:,}-step run "
               f"{run:8,.0f} core-s")  # fmt: skip
     for arm, cost in total.items():
-        print(f"{arm:16s} {a.price_steps:,} steps x {a.seeds} seeds x {len(GAMES)} games: "
+        print(f"{arm:16s} {budget[arm]:,} steps x {a.seeds} seeds x {len(GAMES)} games: "
               f"{cost:10,.0f} core-s")  # fmt: skip
-    for torch_arm, engine_arm in (ARMS[:2], ARMS[2:]):
+    for torch_arm, engine_arm in (ARMS[:2], ARMS[2:4]):
         for env_id in GAMES:
             if (torch_arm, env_id) in rates and (engine_arm, env_id) in rates:
                 ratio = [e["rate"] / t["rate"] for t, e in zip(rates[torch_arm, env_id],

@@ -1,6 +1,7 @@
 """MinAtar's DQN on the engine (memrl.engines.minatar_dqn) against torch running the
 reference's update (kenjyoung/MinAtar examples/dqn.py:204-245, :282) from the same initial
-weights on the same batches, and the engine's run as a job runs it."""
+weights on the same batches; the compiled run's buffer, batches and updates against its own
+transitions and the per-update step; and the engine's run as a job runs it."""
 
 from __future__ import annotations
 
@@ -68,6 +69,33 @@ def test_initial_weights_are_torchs(E):
         np.testing.assert_array_equal(np.asarray(params[f"{names[prefix]}.{kind}"]), t.numpy())
 
 
+def test_the_written_out_gradient_is_jaxs_gradient_of_the_loss(E):
+    """:func:`gradients` (the update's backward pass, written out for its layouts) against
+    ``jax.grad`` of the same loss, on batches with terminals, for a one- and a two-layer
+    torso."""
+    import jax
+    import jax.numpy as jnp
+
+    for arch in ([128], [64, 32]):
+        hp = HP.model_copy(update={"net_arch": arch})
+        depth = len(arch)
+        params = E.init_params(SHAPE, ACTIONS, hp, 5)
+        target = E.init_params(SHAPE, ACTIONS, hp, 6)
+        for s, a, r, s2, term in batches(3, seed=len(arch)):
+            x, x2 = jnp.asarray(s, jnp.float32), jnp.asarray(s2, jnp.float32)
+            want = jax.grad(E.loss)(params, target, x, a, r, x2, term, hp)
+            q_next = jnp.max(E.q_values(target, x2, depth), axis=1)
+            y = r + hp.gamma * jnp.where(term, 0.0, q_next)
+            cols, pres, acts, q = E.forward(params, x, depth)
+            d = jnp.clip(q[a, jnp.arange(BATCH)] - y, -1.0, 1.0) / BATCH
+            dq = jnp.where(jnp.arange(ACTIONS)[:, None] == a[None, :], d, 0.0)
+            got = E.gradients(params, cols, pres, acts, dq, depth)
+            assert got.keys() == want.keys()
+            for k in want:
+                scale = float(jnp.abs(want[k]).max()) + 1e-12
+                assert float(jnp.abs(got[k] - want[k]).max()) <= 1e-5 * scale, k
+
+
 def test_updates_equal_torchs_reference_update(E):
     """400 updates (the target copied every 100) from the same weights on the same batches:
     every parameter within float rounding of torch's, far below one update's size."""
@@ -85,7 +113,7 @@ def test_updates_equal_torchs_reference_update(E):
     params = E.init_params(SHAPE, ACTIONS, HP, 0)
     tgt = jax.tree.map(jnp.array, params)
     sq, ga = (jax.tree.map(jnp.zeros_like, params) for _ in range(2))
-    update, names = E.make_update(HP), E.torch_names(HP)
+    update, names = E.make_step(HP), E.torch_names(HP)
     first = None
     for k, (s, a, r, s2, term) in enumerate(batches(400), start=1):
         reference_update(policy, target, opt, s, a, r, s2, term, HP.gamma)
@@ -122,3 +150,71 @@ def test_a_run_is_deterministic_and_learns_nothing_before_the_replay_start(E):
     init = E.init_params((4, 10, 10), 3, hp, 1)
     for k, v in before["params"].items():
         np.testing.assert_array_equal(v, np.asarray(init[k]))
+
+
+def test_floyds_sample_is_distinct_and_uniform(E):
+    """Every draw k distinct indices below the size; each index and each pair as often as a
+    uniform k-subset has them (4 standard errors); the size k gives a permutation."""
+    import jax
+    import jax.numpy as jnp
+
+    size, k, n = 10, 4, 20_000
+    draw = jax.jit(jax.vmap(lambda key: E.sample_indices(key, jnp.int32(size), k)))
+    idx = np.asarray(draw(jax.random.split(jax.random.key(0), n)))
+    assert idx.min() >= 0 and idx.max() < size
+    assert all(len(set(row)) == k for row in idx)
+    hits = np.bincount(idx.ravel(), minlength=size) / n
+    p = k / size
+    assert np.abs(hits - p).max() < 4 * np.sqrt(p * (1 - p) / n), hits
+    pair = np.mean([(0 in row) and (9 in row) for row in idx.tolist()])
+    q = k * (k - 1) / (size * (size - 1))
+    assert abs(pair - q) < 4 * np.sqrt(q * (1 - q) / n), pair
+    whole = np.asarray(E.sample_indices(jax.random.key(1), jnp.int32(k), k))
+    assert sorted(whole.tolist()) == list(range(k))
+
+
+def test_the_compiled_runs_batches_are_its_transitions_and_its_updates_the_steps(E):
+    """A short run with a small buffer (it wraps) traced: each update's batch is rows of the
+    buffer its transitions fill (row t % capacity), distinct and below the filled size; the
+    updates happen where the reference trains (t > the replay start, every train_freq
+    frames); the run's weights are those of the per-update step fed the same batches, the
+    target copied every target_update_period updates; actions before the replay start
+    uniform."""
+    import jax
+    import jax.numpy as jnp
+
+    from memrl.envs import minatar_jax as mj
+
+    hp = HP.model_copy(
+        update={"learning_starts": 300, "buffer_size": 500, "target_update_period": 40,
+                "train_freq": 2}
+    )  # fmt: skip
+    game, steps, seed = mj.GAMES["MinAtar/Breakout-v1"], 1_400, 2
+    init, run = E.make_train(hp, game, steps, trace=True)
+    carry, out = run(init(seed), steps)
+    s, s2, a, r, term, learn, idx = (np.asarray(x) for x in out[3:])
+    t = np.arange(steps)
+    np.testing.assert_array_equal(learn, (t > hp.learning_starts) & (t % hp.train_freq == 0))
+    assert np.bincount(a[: hp.learning_starts], minlength=3).min() > 60  # uniform at random
+    step = E.make_step(hp)
+    params = E.init_params(game.obs_shape, game.n_actions, hp, seed)
+    target = jax.tree.map(jnp.array, params)
+    sq, ga = (jax.tree.map(jnp.zeros_like, params) for _ in range(2))
+    cap, updates = hp.buffer_size, 0
+    rows = np.empty(cap, int)
+    for i in range(steps):
+        rows[i % cap] = i
+        if not learn[i]:
+            continue
+        size = min(i + 1, cap)
+        b = idx[i]
+        assert len(set(b.tolist())) == hp.batch_size and b.max() < size
+        src = rows[b]  # the steps whose transitions those rows hold
+        params, sq, ga = step(params, target, sq, ga, s[src], a[src], r[src], s2[src], term[src])
+        updates += 1
+        if updates % hp.target_update_period == 0:
+            target = jax.tree.map(jnp.array, params)
+    assert int(carry.updates) == updates == learn.sum()
+    for k, v in params.items():
+        np.testing.assert_allclose(np.asarray(carry.params[k]), np.asarray(v), atol=1e-6)
+        np.testing.assert_allclose(np.asarray(carry.target[k]), np.asarray(target[k]), atol=1e-6)

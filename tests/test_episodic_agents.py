@@ -1,17 +1,20 @@
 import numpy as np
 import pytest
 
-from memrl.agents.mfec import MFEC, discounted_returns, linear_epsilon
+from memrl.agents.mfec import MFEC, discounted_returns
 from memrl.agents.nec import NStepReturns
+from memrl.agents.schedules import linear
 from memrl.config import ConfigError
 from memrl.envs.registry import make
 from memrl.families import load_family
 
 
 def test_epsilon_schedule():
-    assert linear_epsilon(0, 1.0, 0.1, 100) == 1.0
-    assert linear_epsilon(50, 1.0, 0.1, 100) == pytest.approx(0.55)
-    assert linear_epsilon(10_000, 1.0, 0.1, 100) == pytest.approx(0.1)
+    assert linear(0, 0, 100, 1.0, 0.1) == 1.0
+    assert linear(50, 0, 100, 1.0, 0.1) == pytest.approx(0.55)
+    assert linear(10_000, 0, 100, 1.0, 0.1) == pytest.approx(0.1)
+    assert linear(7, 10, 100, 1.0, 0.1) == 1.0  # before the anneal starts
+    assert linear(5, 0, 0, 1.0, 0.1) == 0.1 and linear(0, 0, 0, 1.0, 0.1) == 1.0  # no span
 
 
 def test_monte_carlo_returns():

@@ -22,6 +22,7 @@ from typing import Annotated
 import numpy as np
 from pydantic import Field
 
+from memrl.agents import schedules
 from memrl.agents.contract import NO_EVALS, EnvFn, Evals, TrainLog
 from memrl.memory.episodic import EpisodicMemory
 from memrl.schema import PosInt, Prob, StrictModel
@@ -38,12 +39,6 @@ class MFECParams(StrictModel):
     epsilon_final: Prob
     exploration_fraction: Prob
     merge_radius: Annotated[float, Field(ge=0)] = 0.0
-
-
-def linear_epsilon(step: int, start: float, final: float, decay_steps: int) -> float:
-    """Linearly annealed epsilon: ``start`` at step 0, ``final`` from ``decay_steps`` on."""
-    frac = min(1.0, step / max(1, decay_steps))
-    return start + frac * (final - start)
 
 
 def greedy(q: np.ndarray, rng: np.random.Generator) -> int:
@@ -132,7 +127,7 @@ def train(
         if step in record:
             sizes.append(agent.memory_size)
         key = agent.embed(obs)
-        eps = linear_epsilon(step, p.epsilon_start, p.epsilon_final, decay_steps)
+        eps = schedules.linear(step, 0, max(1, decay_steps), p.epsilon_start, p.epsilon_final)
         a = agent.act(key, eps)
         obs, r, terminated, truncated, _ = env.step(a)
         keys.append(key)

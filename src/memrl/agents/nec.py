@@ -23,8 +23,9 @@ import torch as th
 from pydantic import Field
 from torch import nn
 
+from memrl.agents import schedules
 from memrl.agents.contract import NO_EVALS, EnvFn, Evals, TrainLog
-from memrl.agents.mfec import greedy, linear_epsilon
+from memrl.agents.mfec import greedy
 from memrl.memory.dnd import DND
 from memrl.schema import NonNegInt, PosFloat, PosInt, Prob, StrictModel
 
@@ -125,7 +126,7 @@ def train(
     h, q = q_all(obs)
     decay_steps = int(p.exploration_fraction * total_steps)
     for step in range(total_steps):
-        eps = linear_epsilon(step, p.epsilon_start, p.epsilon_final, decay_steps)
+        eps = schedules.linear(step, 0, max(1, decay_steps), p.epsilon_start, p.epsilon_final)
         if rng.random() < eps:
             a = int(rng.integers(n_actions))
         else:

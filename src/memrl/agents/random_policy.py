@@ -51,7 +51,7 @@ def random_policy(
             ret, length = 0.0, 0
             e.reset()
     e.close()
-    return _record(RANDOM, env, env_id, seed, returns, lengths, steps)
+    return record(RANDOM, env, env_id, seed, returns, lengths, steps)
 
 
 def chance(env_id: str, env: str, seed: int, episodes: int, env_kwargs: dict) -> dict[str, Any]:
@@ -75,10 +75,10 @@ def chance(env_id: str, env: str, seed: int, episodes: int, env_kwargs: dict) ->
         returns.append(ret)
         lengths.append(t)
     e.close()
-    return _record(CHANCE, env, env_id, seed, returns, lengths, 0)
+    return record(CHANCE, env, env_id, seed, returns, lengths, 0)
 
 
-def _record(floor, env, env_id, seed, returns, lengths, steps) -> dict[str, Any]:
+def record(floor, env, env_id, seed, returns, lengths, steps) -> dict[str, Any]:
     """A floor job's result: its episodes' returns and lengths, ``score`` their mean return."""
     return {
         "floor": floor,

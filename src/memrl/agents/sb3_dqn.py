@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from memrl.agents import schedules
 from memrl.agents.contract import EVAL_SEED_OFFSET, NO_EVALS, EnvFn, Evals, TrainLog
 from memrl.agents.sb3 import (
     checkpoint_callback,
@@ -50,8 +51,8 @@ def exploration_schedule(hp: DQNParams, total_steps: int):
     span = max(1.0, hp.exploration_fraction * total_steps)
 
     def epsilon(progress_remaining: float) -> float:
-        done = min(1.0, max(0.0, ((1.0 - progress_remaining) * total_steps - start) / span))
-        return 1.0 + done * (hp.exploration_final_eps - 1.0)
+        t = (1.0 - progress_remaining) * total_steps
+        return schedules.linear(t, start, span, 1.0, hp.exploration_final_eps)
 
     return epsilon
 
@@ -210,7 +211,7 @@ def minatar_epsilon(hp: MinAtarDQNParams, total_steps: int):
 
     def epsilon(progress_remaining: float) -> float:
         t = round((1.0 - progress_remaining) * total_steps)  # SB3's num_timesteps
-        return e1 if t - start >= n else (e1 - e0) / n * max(0, t - start) + e0
+        return schedules.linear(t, start, n, e0, e1)
 
     return epsilon
 
@@ -282,7 +283,7 @@ def minatar_dqn_deviations(
     what the jobs run) or on SB3 (:func:`minatar_dqn_train`)."""
     o = hp.optimizer
     clip = "no gradient clipping" if hp.max_grad_norm is None else f"clip {hp.max_grad_norm}"
-    where = "the engine (JAX, one compiled update)" if engine else "SB3"
+    where = "the engine (JAX, the whole run one compiled loop)" if engine else "SB3"
     settings = (
         f"DQN with replay: MinAtar's own DQN (Young & Tian 2019, examples/dqn.py) on {where} "
         f"for {total_steps:,} steps (the reference: 5,000,000): an update every "
@@ -297,11 +298,15 @@ def minatar_dqn_deviations(
     )
     if engine:
         differs = (
-            "the engine vs examples/dqn.py: the convolution as one product over patches, the "
-            "target's max computed for every next state and masked at terminals, random draws "
-            "from numpy's generator (the reference: Python's random; the same distributions), "
-            "and the gym ids' minimal action set (the reference plays all 6 actions); its "
-            "update equals torch's reference update to float rounding (tests/test_engine_dqn.py)"
+            "the engine vs examples/dqn.py: the game is MinAtar's ported to JAX (frame-exact "
+            "against the minatar package, tests/test_minatar_jax.py), every random draw "
+            "(actions, epsilon, batches, the game's) from jax.random (the reference: Python's "
+            "random and numpy's; the same distributions), batches drawn without replacement by "
+            "Floyd's algorithm (uniform over sets, as random.sample), the convolution as one "
+            "product over patches, the target's max computed for every next state and masked "
+            "at terminals, and the gym ids' minimal action set (the reference plays all 6 "
+            "actions); its update equals torch's reference update to float rounding "
+            "(tests/test_engine_dqn.py)"
         )
     else:
         differs = (

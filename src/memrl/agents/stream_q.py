@@ -44,6 +44,7 @@ from pydantic import Field
 from torch import nn
 from torch.nn import functional as F
 
+from memrl.agents import schedules
 from memrl.agents.contract import NO_EVALS, EnvFn, Evals, TrainLog
 from memrl.schema import PosFloat, PosInt, Prob, StrictModel
 
@@ -132,9 +133,8 @@ class ObGD:
 def epsilon(p: StreamQParams, step: int, total_steps: int) -> float:
     """Linear from ``epsilon_start`` to ``epsilon_target`` over ``exploration_fraction`` of
     the run (``step`` counts from 1, as the reference's)."""
-    duration = p.exploration_fraction * total_steps
-    slope = (p.epsilon_target - p.epsilon_start) / duration if duration else -math.inf
-    return max(slope * step + p.epsilon_start, p.epsilon_target)
+    span = p.exploration_fraction * total_steps
+    return schedules.linear(step, 0, span, p.epsilon_start, p.epsilon_target)
 
 
 def train(

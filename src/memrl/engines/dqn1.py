@@ -57,6 +57,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from memrl.agents import schedules
 from memrl.agents.contract import NO_EVALS, EnvFn, Evals, TrainLog
 from memrl.agents.sb3_dqn import DQNParams
 from memrl.engines.loop import game_of, run_chunks
@@ -224,8 +225,9 @@ def make_train(hp: DQNParams, game: mj.Game, total_steps: int, trace: bool = Fal
     def body(c: Carry, _):
         t = c.t + 1
         k_eps, k_act, k_env = jax.random.split(jax.random.fold_in(c.key, t), 3)
-        frac = jnp.clip(((t - 1).astype(jnp.float32) - start) / span, 0.0, 1.0)
-        eps = 1.0 + frac * (hp.exploration_final_eps - 1.0)  # SB3's linear schedule
+        eps = schedules.linear(
+            (t - 1).astype(jnp.float32), start, span, 1.0, hp.exploration_final_eps, jnp.clip
+        )  # SB3's linear schedule
         explore = (t - 1 < hp.learning_starts) | (jax.random.uniform(k_eps, (), jnp.float32) < eps)
         a = jnp.where(explore, jax.random.randint(k_act, (), 0, n, jnp.int32), c.greedy)
         env, first, r, term, trunc, final = mj.step_autoreset_u(game, c.env, a, mj.uniforms(k_env))

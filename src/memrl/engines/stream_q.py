@@ -63,6 +63,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from memrl.agents import schedules
 from memrl.agents.contract import NO_EVALS, EnvFn, Evals, TrainLog
 from memrl.agents.stream_q import StreamQParams
 from memrl.engines import normalisation as norm
@@ -174,8 +175,7 @@ def make_train(p: StreamQParams, game: mj.Game, total_steps: int, trace: bool = 
     ``trace`` also the update's inputs (the test replays them through the torch agent)."""
     update = make_update(p)
     n = game.n_actions
-    duration = p.exploration_fraction * total_steps
-    slope = (p.epsilon_target - p.epsilon_start) / duration if duration else -np.inf
+    span = p.exploration_fraction * total_steps
 
     def init(seed: int) -> Carry:
         params = init_params(game.obs_shape, n, p, seed)
@@ -190,8 +190,8 @@ def make_train(p: StreamQParams, game: mj.Game, total_steps: int, trace: bool = 
 
     def body(c: Carry, _):
         k_eps, k_act, k_env = jax.random.split(jax.random.fold_in(c.key, c.t), 3)
-        eps = jnp.maximum(slope * (c.t + 1).astype(jnp.float32) + p.epsilon_start,
-                          p.epsilon_target)  # fmt: skip
+        eps = schedules.linear((c.t + 1).astype(jnp.float32), 0, span, p.epsilon_start,
+                               p.epsilon_target, jnp.clip)  # fmt: skip
         explore = jax.random.uniform(k_eps, (), jnp.float32) < eps
         rand = jax.random.randint(k_act, (), 0, n, jnp.int32)
         a = jnp.where(explore, rand, c.greedy)

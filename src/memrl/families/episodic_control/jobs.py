@@ -21,8 +21,8 @@ HERE = "memrl.families.episodic_control.jobs"
 
 # rough core-seconds per env step on one core of the reference CPU, to start the
 # longest jobs first (so two workers finish together); only the order matters
-_COST = {"NEC": 0.002, "DQN": 0.0008, "MinAtar DQN": 0.002, "MFEC": 0.0003}  # MinAtar's DQN:
-# an update every step on the engine (benchmarks/minatar_dqn.py)
+_COST = {"NEC": 0.002, "DQN": 0.0008, "MinAtar DQN": 0.001, "MFEC": 0.0003}  # MinAtar's DQN:
+# an update every step on the engine, its loop compiled (benchmarks/engine.py, "engine DQN")
 
 
 def _row(

@@ -15,6 +15,8 @@ from memrl.families.experience_replay.params import ExperienceReplayParams
 from memrl.jobs import JobSpec
 
 HERE = "memrl.families.experience_replay.floors"
+ENGINE_RANDOM = "memrl.engines.random_policy:random_policy"  # imported only by its job
+ENGINE_RANDOM_COST = 6e-6  # core-s per step: ~200k steps in 1.4-1.9 CPU-s (AMD EPYC, loaded)
 
 
 def q_zero_error(seed: int, p: dict[str, Any]) -> dict[str, Any]:
@@ -63,21 +65,23 @@ def grid(cfg: ExperienceReplayParams) -> list[JobSpec]:
                 label=f"no learning · chain · seed {s}",
             )
         )
+        here = f"{random_policy.__module__}:{random_policy.__name__}"
         tasks = [
-            (cfg.per_dqn.env_id, cfg.per_dqn.total_timesteps),
-            (cfg.rae.env_id, cfg.rae.total_timesteps),
+            (cfg.per_dqn.env_id, cfg.per_dqn.total_timesteps, here, 2e-5, ""),
+            (cfg.rae.env_id, cfg.rae.total_timesteps, here, 2e-5, ""),
         ]
         if cfg.stream is not None:  # the streaming claims' MinAtar games, over their budget
-            tasks += [(e, cfg.stream.total_timesteps) for e in cfg.stream.env_ids]
-        for env_id, steps in tasks:
+            # on the engine, the ported game's loop compiled (memrl.engines.random_policy)
+            fn, cost, engine = (
+                (ENGINE_RANDOM, ENGINE_RANDOM_COST, "xla")
+                if cfg.stream.engine == "xla"
+                else (here, 2e-5, "")
+            )
+            tasks += [(e, cfg.stream.total_timesteps, fn, cost, engine) for e in cfg.stream.env_ids]
+        for env_id, steps, fn, cost, engine in tasks:
             kw = {"env_id": env_id, "env": env_id, "seed": s, "steps": steps}
             out.append(
-                JobSpec(
-                    f"{random_policy.__module__}:{random_policy.__name__}",
-                    kw,
-                    2e-5 * steps,
-                    label=f"random · {env_id} · seed {s}",
-                )
+                JobSpec(fn, kw, cost * steps, label=f"random · {env_id} · seed {s}", engine=engine)
             )
         for n in cfg.her.n_bits:
             kw = {"seed": s, "n_bits": n, "episodes": cfg.her.eval_episodes}

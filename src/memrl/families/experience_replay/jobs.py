@@ -332,8 +332,11 @@ def grid(cfg: ExperienceReplayParams) -> list[JobSpec]:
             mode="json", include={"total_timesteps", "curve_points", "late_fraction"}
         )
         blocks = {STREAM: "stream_q", DQN1: "dqn1", DQN_REPLAY: "dqn"}
-        # s per step, measured (DQN with replay: MinAtar's on the engine, benchmarks/minatar_dqn.py)
-        cost = {STREAM: 2.0e-3, DQN1: 3.9e-3, DQN_REPLAY: 2.0e-3}
+        # s per step, measured (DQN with replay: MinAtar's on the engine, its loop compiled,
+        # benchmarks/engine.py --against 974f73a on an AMD EPYC, family 26, one core: 1,107 /
+        # 972 updating steps per core-s on Breakout / SpaceInvaders, 1.74x / 1.79x the engine
+        # with one compiled update a step)
+        cost = {STREAM: 2.0e-3, DQN1: 3.9e-3, DQN_REPLAY: 1.0e-3}
         for env_id in st.env_ids:
             for m, block in blocks.items():
                 p = common | {block: getattr(st, block).model_dump(mode="json")}
