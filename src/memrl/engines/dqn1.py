@@ -45,7 +45,6 @@ the weight and its two moments stacked in one array for a single pass (1.7x slow
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any, NamedTuple
 
 from memrl.engines.pin import pin
@@ -60,7 +59,7 @@ import optax
 from memrl.agents import schedules
 from memrl.agents.contract import NO_EVALS, EnvFn, Evals, TrainLog
 from memrl.agents.sb3_dqn import DQNParams
-from memrl.engines.loop import game_of, run_chunks
+from memrl.engines.loop import episode, game_of, run_chunks, scan_run
 from memrl.engines.nets import (
     Params,
     first_argmax,
@@ -243,18 +242,13 @@ def make_train(hp: DQNParams, game: mj.Game, total_steps: int, trace: bool = Fal
             lambda: update(c.params, target, c.opt_state, *args),
             lambda: (c.params, c.opt_state, first_argmax(q_values(c.params, s_act))),
         )
-        ret, length = c.ret + r, c.length + 1
+        ret, length, next_ret, next_length = episode(c.ret, c.length, r, done)
         out = (done, ret, length) + ((c.s, a, r, final, term, s_act, learn) if trace else ())
-        zero = jnp.zeros_like
-        carry = Carry(params, target, opt_state, env, s_act, greedy, c.key, t,
-                      jnp.where(done, zero(ret), ret), jnp.where(done, zero(length), length))  # fmt: skip
+        carry = Carry(params, target, opt_state, env, s_act, greedy, c.key, t, next_ret,
+                      next_length)  # fmt: skip
         return carry, out
 
-    @partial(jax.jit, static_argnums=1)  # not donated: init's zeros share buffers
-    def run(c: Carry, steps: int):
-        return jax.lax.scan(body, c, None, length=steps)
-
-    return init, run
+    return init, scan_run(body)
 
 
 def check(hp: DQNParams) -> None:

@@ -5,12 +5,17 @@ agents'-contract ``env_fn`` names, and a run as chunks of one compiled ``lax.sca
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from memrl.agents.contract import EnvFn
 from memrl.envs import minatar_jax as mj  # pins the process before jax loads
+
+# isort: split
+import jax
+import jax.numpy as jnp
 
 CHUNK = 50_000  # steps per compiled call: ~10 s here, the granularity of a job's progress
 
@@ -26,6 +31,25 @@ def game_of(env_fn: EnvFn, seed: int) -> mj.Game:
     if (env.observation_space.shape, int(env.action_space.n)) != (game.obs_shape, game.n_actions):
         raise ValueError(f"{spec_id}: the package's env and the port disagree on its spaces")
     return game
+
+
+def episode(ret: Any, length: Any, r: Any, done: Any) -> tuple[Any, Any, Any, Any]:
+    """A step's episode bookkeeping: the return and length with this step's reward ``r``
+    (what the step reports), and what the carry keeps (zeros once the episode is ``done``)."""
+    ret, length = ret + r, length + 1
+    zero = jnp.zeros_like
+    return ret, length, jnp.where(done, zero(ret), ret), jnp.where(done, zero(length), length)
+
+
+def scan_run(body: Callable[[Any, None], tuple[Any, Any]]) -> Callable[[Any, int], tuple]:
+    """``run(carry, n)``: ``n`` steps of ``body`` as one ``lax.scan``, compiled once per chunk
+    length (``n`` static); not donated: an ``init``'s zeros may share buffers."""
+
+    @partial(jax.jit, static_argnums=1)
+    def run(c: Any, steps: int):
+        return jax.lax.scan(body, c, None, length=steps)
+
+    return run
 
 
 def run_chunks(

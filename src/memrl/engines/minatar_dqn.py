@@ -40,7 +40,6 @@ actions); the game is the port (the package's dynamics, its random outcomes from
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any, NamedTuple
 
 from memrl.engines.pin import pin
@@ -54,7 +53,7 @@ import numpy as np
 from memrl.agents import schedules
 from memrl.agents.contract import NO_EVALS, EnvFn, Evals, TrainLog
 from memrl.agents.sb3_dqn import MinAtarDQNParams
-from memrl.engines.loop import game_of, run_chunks
+from memrl.engines.loop import episode, game_of, run_chunks, scan_run
 from memrl.engines.nets import Params, first_argmax, frame_patches, from_torch
 from memrl.envs import minatar_jax as mj
 
@@ -282,33 +281,26 @@ def make_train(hp: MinAtarDQNParams, game: mj.Game, total_steps: int, trace: boo
         buffer = Buffer(*(x.at[i].set(v) for x, v in zip(b, row, strict=True)))
         size = jnp.minimum(c.t + 1, capacity)
         learn = (c.t > hp.learning_starts) & (size >= k) & (c.t % hp.train_freq == 0)
-        idx = sample_indices(k_batch, jnp.maximum(size, k), k)
 
         def learn_step():
+            idx = sample_indices(k_batch, size, k)
             batch = (buffer.s[idx], buffer.a[idx], buffer.r[idx], buffer.s2[idx],
                      buffer.terminal[idx])  # fmt: skip
-            return update(c.params, c.target, c.square_avg, c.grad_avg, *batch)
+            return *update(c.params, c.target, c.square_avg, c.grad_avg, *batch), idx
 
-        params, square_avg, grad_avg = jax.lax.cond(
-            learn, learn_step, lambda: (c.params, c.square_avg, c.grad_avg)
-        )
+        no_update = (c.params, c.square_avg, c.grad_avg, jnp.zeros(k, jnp.int32))
+        params, square_avg, grad_avg, idx = jax.lax.cond(learn, learn_step, lambda: no_update)
         updates = c.updates + learn.astype(jnp.int32)
         copy = learn & (updates % hp.target_update_period == 0)
         target = jax.lax.cond(copy, lambda: params, lambda: c.target)
         done = term | trunc
-        ret, length = c.ret + r, c.length + 1
+        ret, length, next_ret, next_length = episode(c.ret, c.length, r, done)
         out = (done, ret, length) + (row + (learn, idx) if trace else ())
-        zero = jnp.zeros_like
         carry = Carry(params, target, square_avg, grad_avg, buffer, env, first, c.key, c.t + 1,
-                      updates, jnp.where(done, zero(ret), ret),
-                      jnp.where(done, zero(length), length))  # fmt: skip
+                      updates, next_ret, next_length)  # fmt: skip
         return carry, out
 
-    @partial(jax.jit, static_argnums=1)  # not donated: init's zeros share buffers
-    def run(c: Carry, steps: int):
-        return jax.lax.scan(body, c, None, length=steps)
-
-    return init, run
+    return init, scan_run(body)
 
 
 def check(hp: MinAtarDQNParams) -> None:

@@ -8,7 +8,6 @@ port ~5-7 us (200,000 steps in 1.4-1.9 CPU-s, under load)."""
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
 from memrl.engines.pin import pin
@@ -19,7 +18,7 @@ import jax
 import jax.numpy as jnp
 
 from memrl.agents.random_policy import RANDOM, record
-from memrl.engines.loop import run_chunks
+from memrl.engines.loop import episode, run_chunks, scan_run
 from memrl.envs import minatar_jax as mj
 
 
@@ -38,17 +37,10 @@ def make_run(game: mj.Game):
         a = jax.random.randint(k_act, (), 0, game.n_actions, jnp.int32)
         env, _, r, term, trunc, _ = mj.step_autoreset_u(game, env, a, mj.uniforms(k_env))
         done = term | trunc
-        ret, length = ret + r, length + 1
-        zero = jnp.zeros_like
-        carry = (env, key, t + 1, jnp.where(done, zero(ret), ret),
-                 jnp.where(done, zero(length), length))  # fmt: skip
-        return carry, (done, ret, length)
+        ret, length, next_ret, next_length = episode(ret, length, r, done)
+        return (env, key, t + 1, next_ret, next_length), (done, ret, length)
 
-    @partial(jax.jit, static_argnums=1)
-    def run(c, steps: int):
-        return jax.lax.scan(body, c, None, length=steps)
-
-    return init, run
+    return init, scan_run(body)
 
 
 def random_policy(env_id: str, env: str, seed: int, steps: int) -> dict[str, Any]:

@@ -52,7 +52,6 @@ into two arrays (fewer transfers) gained nothing measurable.
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any, NamedTuple
 
 from memrl.engines.pin import pin
@@ -67,7 +66,7 @@ from memrl.agents import schedules
 from memrl.agents.contract import NO_EVALS, EnvFn, Evals, TrainLog
 from memrl.agents.stream_q import StreamQParams
 from memrl.engines import normalisation as norm
-from memrl.engines.loop import game_of, run_chunks
+from memrl.engines.loop import episode, game_of, run_chunks, scan_run
 from memrl.engines.nets import (
     Params,
     first_argmax,
@@ -206,19 +205,13 @@ def make_train(p: StreamQParams, game: mj.Game, total_steps: int, trace: bool = 
         )
         reset = done | (explore & (rand != c.greedy))
         params, traces, greedy = update(c.params, c.traces, c.s, a, scaled, obs, done, reset, s_act)
-        ret, length = c.ret + r, c.length + 1
+        ret, length, next_ret, next_length = episode(c.ret, c.length, r, done)
         out = (done, ret, length) + ((c.s, a, scaled, obs, done, reset, s_act) if trace else ())
-        zero = jnp.zeros_like
         carry = Carry(params, traces, env, obs_stats, reward_stats, reward_trace, s_act, greedy,
-                      c.key, c.t + 1, jnp.where(done, zero(ret), ret),
-                      jnp.where(done, zero(length), length))  # fmt: skip
+                      c.key, c.t + 1, next_ret, next_length)  # fmt: skip
         return carry, out
 
-    @partial(jax.jit, static_argnums=1)  # not donated: init's zeros share buffers
-    def run(c: Carry, steps: int):
-        return jax.lax.scan(body, c, None, length=steps)
-
-    return init, run
+    return init, scan_run(body)
 
 
 def train(
