@@ -65,19 +65,19 @@ def grid(cfg: ExperienceReplayParams) -> list[JobSpec]:
                 label=f"no learning · chain · seed {s}",
             )
         )
-        here = f"{random_policy.__module__}:{random_policy.__name__}"
+        package = (f"{random_policy.__module__}:{random_policy.__name__}", 2e-5, "")
         tasks = [
-            (cfg.per_dqn.env_id, cfg.per_dqn.total_timesteps, here, 2e-5, ""),
-            (cfg.rae.env_id, cfg.rae.total_timesteps, here, 2e-5, ""),
+            (cfg.per_dqn.env_id, cfg.per_dqn.total_timesteps, *package),
+            (cfg.rae.env_id, cfg.rae.total_timesteps, *package),
         ]
         if cfg.stream is not None:  # the streaming claims' MinAtar games, over their budget
             # on the engine, the ported game's loop compiled (memrl.engines.random_policy)
-            fn, cost, engine = (
+            run = (
                 (ENGINE_RANDOM, ENGINE_RANDOM_COST, "xla")
                 if cfg.stream.engine == "xla"
-                else (here, 2e-5, "")
+                else package
             )
-            tasks += [(e, cfg.stream.total_timesteps, fn, cost, engine) for e in cfg.stream.env_ids]
+            tasks += [(e, cfg.stream.total_timesteps, *run) for e in cfg.stream.env_ids]
         for env_id, steps, fn, cost, engine in tasks:
             kw = {"env_id": env_id, "env": env_id, "seed": s, "steps": steps}
             out.append(
