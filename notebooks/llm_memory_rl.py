@@ -247,7 +247,7 @@ save_figure(fig, out / "figures" / "memory_r1.png")
 # annotation, never shown to a manager: intro → ADD, change → UPDATE, retract → DELETE,
 # repeat and small talk → NOOP would be ideal). The last line is each manager's share of test
 # turns given the operation the turn calls for: the prompted LLM counts as a baseline only
-# above 90% (`llm_claims.MIN_OPERATION_FIT`).
+# above 90% (`memory_r1_claims.MIN_OPERATION_FIT`).
 
 # %%
 ops = tables.memory_r1_ops(mr1)

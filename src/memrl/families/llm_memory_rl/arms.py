@@ -1,6 +1,7 @@
 """The LLM family's arms as its claims resample them, and Memory-R1's learnability control
 (issue 71): shared items resampled paired, runs that are all one run entered as that run, and
-the GRPO manager judged under the deterministic reader before its failure counts."""
+the GRPO manager judged under the deterministic reader before its failure counts; the
+positive controls' arms and the trained runs' checkpoint series."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from memrl.families.llm_memory_rl.tables import MR1_LABELS, READER, Runs
 from memrl.stats.aggregate import stable_seed
 from memrl.stats.bootstrap import Arm, arm
 from memrl.stats.claims import Claim
+from memrl.stats.floors import labelled_arm
 from memrl.stats.learners import LearnerCheck, learns
 
 QUESTIONS = "the dialogues' test questions"  # the item set Memory-R1's arms share
@@ -73,3 +75,48 @@ def reader_control(cfg, runs: Runs, claim: Claim) -> tuple[LearnerCheck, dict[st
         for k in rows.managers.iloc[0]
     }
     return check, means
+
+
+def control_arm(
+    cfg, runs: Runs, claim: Claim, name: str, env: str, value, items, clusters=None, shared=""
+) -> dict[str, Arm]:
+    """``{label: arm}`` of the positive control ``name`` on ``env`` (``value``: a column or a
+    function of its row, ``items`` / ``clusters`` functions of its row), or ``{}``."""
+    label = f"{name} · {env} (positive control)"
+    return labelled_arm(
+        runs.controls,
+        "control",
+        name,
+        env,
+        claim.claim_id,
+        label,
+        value,
+        cfg.bootstrap_reps,
+        items=items,
+        clusters=clusters,
+        shared=shared,
+    )
+
+
+def runs_of(df: pd.DataFrame) -> int:
+    """The fewest runs of a condition in ``df`` (a budget's count, from the runs it
+    describes, never ``cfg.seeds``)."""
+    return int(df.groupby("condition").run.nunique().min())
+
+
+def per_checkpoint(values: pd.Series, k: int) -> np.ndarray:
+    """Runs x ``k`` checkpoints of a list-valued column (a run that does not train has one
+    value, which stands at every checkpoint)."""
+    return np.array([v if len(v) == k else v * k for v in values], dtype=float)
+
+
+def checkpointed(
+    df: pd.DataFrame, column: str, labels: dict[str, str]
+) -> tuple[list[float], dict[str, np.ndarray]]:
+    """The checkpoint fractions of the trained runs and, per condition's label, runs x
+    checkpoints of ``column``."""
+    fractions = list(max(df.checkpoints, key=len))
+    return fractions, {
+        labels[c]: per_checkpoint(g[column], len(fractions))
+        for c, g in df.groupby("condition", sort=False)
+    }

@@ -13,12 +13,16 @@ import pandas as pd
 
 from memrl.families.llm_memory_rl.arms import (
     FLY_TASKS,
-    QUESTIONS,
     SHOP_TASKS,
-    reader_control,
+    checkpointed,
+    control_arm,
+    per_checkpoint,
     runs_arm,
+    runs_of,
 )
+from memrl.families.llm_memory_rl.memory_r1_claims import llm_7, llm_8
 from memrl.families.llm_memory_rl.params import LLMMemoryRLParams
+from memrl.families.llm_memory_rl.setups import model_name, narrower
 from memrl.families.llm_memory_rl.statements import (
     EPISODES,
     ITERATIONS,
@@ -28,30 +32,21 @@ from memrl.families.llm_memory_rl.statements import (
     LLM_4,
     LLM_5,
     LLM_6,
-    LLM_7,
-    LLM_8,
 )
 from memrl.families.llm_memory_rl.tables import (
     FLY_LABELS,
     LABELS,
-    MR1_LABELS,
-    READER,
     Runs,
-    memory_r1_ops,
-    operation_fit,
     task_best,
     test_items,
 )
 from memrl.stats.aggregate import reference
 from memrl.stats.bootstrap import Arm, arm
 from memrl.stats.claims import Budget, Claim, ClaimResult, Comparison
-from memrl.stats.floors import NO_FLOOR_RUNS, floor_arm, labelled_arm
+from memrl.stats.floors import NO_FLOOR_RUNS, floor_arm
 from memrl.stats.floors import name as floor_name
 from memrl.stats.trend import trends
 
-# a prompted LLM manager counts as a baseline only if it mostly picks the operation a turn
-# calls for: Memory-R1's untrained manager is a working one (issue 28)
-MIN_OPERATION_FIT = 0.9
 SHOP_FLOORS = ("random search-then-buy", "random")  # the stricter of the two is the floor
 
 
@@ -73,27 +68,6 @@ def _shop_floor(
     return est, fl, top if top in est else None
 
 
-def _control(
-    cfg, runs: Runs, claim: Claim, name: str, env: str, value, items, clusters=None, shared=""
-) -> dict[str, Arm]:
-    """``{label: arm}`` of the positive control ``name`` on ``env`` (``value``: a column or a
-    function of its row, ``items`` / ``clusters`` functions of its row), or ``{}``."""
-    label = f"{name} · {env} (positive control)"
-    return labelled_arm(
-        runs.controls,
-        "control",
-        name,
-        env,
-        claim.claim_id,
-        label,
-        value,
-        cfg.bootstrap_reps,
-        items=items,
-        clusters=clusters,
-        shared=shared,
-    )
-
-
 def divergences(runs: Runs, name: str) -> list[dict]:
     """Where the control left its expert's path (first run): the expert's and the chosen
     action with their mean token log-likelihoods."""
@@ -104,50 +78,27 @@ def divergences(runs: Runs, name: str) -> list[dict]:
     return list(rows.divergences.iloc[0]) if len(rows) else []
 
 
-def _model(cfg: LLMMemoryRLParams) -> str:
-    """The LLM the runs used, as the deviations name it (the served model's URL included)."""
-    llm = cfg.llm
-    return llm.model + (f" served at {llm.url}" if llm.backend == "server" else "")
-
-
 # (what our model does, on what; the paper's models and benchmarks): narrower than the paper's
 _RLEM_SETUP = ("on a generated WebShop-like shop", "text-davinci-003 on WebShop and WikiHow")
 _FLY_SETUP = (
     "on the generated shop's tasks",
     "a GPT-4.1 planner with o4-mini / o3 executors on GAIA and DeepResearcher",
 )
-_MR1_SETUP = (
-    "answering from an MLP manager's bank, on generated LoCoMo-like dialogues",
-    "LLaMA-3.1-8B or Qwen-2.5-7B as manager and answer agent, on LoCoMo",
-)
-
-
-def _narrower(cfg: LLMMemoryRLParams, ours: str, paper: str, *more: str) -> dict:
-    """A setup narrower than the paper's, named (our model and tasks against the paper's):
-    it narrows a hold and a fail alike (``partially`` / ``partially contradicted``)."""
-    note = f"{cfg.llm.model} {ours} (paper: {paper})"
-    return {"coverage_complete": False, "coverage_note": "; ".join((note, *more))}
 
 
 # =========================================================================== REMEMBERER
-def _runs_of(df: pd.DataFrame) -> int:
-    """The fewest runs of a condition in ``df`` (a budget's count, from the runs it
-    describes, never ``cfg.seeds``)."""
-    return int(df.groupby("condition").run.nunique().min())
-
-
 def _rlem_budget(cfg: LLMMemoryRLParams, runs: Runs) -> str:
     hp = cfg.rlem
     return (
         f"{hp.epochs} epochs over 10 training tasks (paper: 3 x 10), {hp.test_tasks} test "
-        f"tasks (paper: 100); {_runs_of(runs.rlem)} runs (initial memory x training set)"
+        f"tasks (paper: 100); {runs_of(runs.rlem)} runs (initial memory x training set)"
     )
 
 
 def _rlem_deviations(cfg: LLMMemoryRLParams) -> list[str]:
     hp = cfg.rlem
     return [
-        f"LLM: {_model(cfg)} scoring admissible actions by mean token log-likelihood, sampled "
+        f"LLM: {model_name(cfg)} scoring admissible actions by mean token log-likelihood, sampled "
         f"at temperature {cfg.llm.temperature:g} (paper: text-davinci-003 generating the action, "
         "temperature 0.1)",
         "environment: a generated WebShop-like shop (WebShop is not installable offline); "
@@ -180,7 +131,7 @@ def _rlem_est(cfg, runs: Runs, claim: Claim, metric: str) -> dict[str, Arm]:
 
 def _rlem_control(cfg, runs: Runs, claim: Claim, metric: str) -> dict:
     """The claim's positive control (expert exemplars) as ClaimResult keywords."""
-    est = _control(
+    est = control_arm(
         cfg, runs, claim, "expert exemplars", "shop", metric, test_items(metric), shared=SHOP_TASKS
     )
     if not est:
@@ -195,25 +146,8 @@ def _rlem_control(cfg, runs: Runs, claim: Claim, metric: str) -> dict:
     }
 
 
-def _at(values: pd.Series, k: int) -> np.ndarray:
-    """Runs x ``k`` checkpoints of a list-valued column (a run that does not train has one
-    value, which stands at every checkpoint)."""
-    return np.array([v if len(v) == k else v * k for v in values], dtype=float)
-
-
-def _checkpointed(
-    df: pd.DataFrame, column: str, labels: dict[str, str]
-) -> tuple[list[float], dict[str, np.ndarray]]:
-    """The checkpoint fractions of the trained runs and, per condition's label, runs x
-    checkpoints of ``column``."""
-    fractions = list(max(df.checkpoints, key=len))
-    return fractions, {
-        labels[c]: _at(g[column], len(fractions)) for c, g in df.groupby("condition", sort=False)
-    }
-
-
 def _rlem_trends(cfg, runs: Runs, claim: Claim, comps, metric: str) -> dict:
-    fractions, series = _checkpointed(runs.rlem, metric.replace("test_", "checkpoint_"), LABELS)
+    fractions, series = checkpointed(runs.rlem, metric.replace("test_", "checkpoint_"), LABELS)
     return {
         "used": Budget(cfg.rlem.epochs * cfg.shop_data.n_train, EPISODES),
         "trends": trends(claim, comps, series, fractions, cfg.bootstrap_reps),
@@ -240,7 +174,7 @@ def _rlem_vs_baselines(cfg, runs: Runs, claim: Claim, metric: str, floors) -> Cl
         comparisons=comps,
         budget=_rlem_budget(cfg, runs),
         deviations=_rlem_deviations(cfg),
-        **_narrower(cfg, *_RLEM_SETUP),
+        **narrower(cfg, *_RLEM_SETUP),
         floor_reason="" if fl else NO_FLOOR_RUNS,
         **_rlem_trends(cfg, runs, claim, comps, metric),
         **_rlem_control(cfg, runs, claim, metric),
@@ -284,9 +218,9 @@ def llm_3(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None
     comps = [Comparison(name, "no gain", floor=fl, ceiling=top, sides=tuple(sides) if fl else ())]
     fractions = list(max(df.checkpoints, key=len))
     runs_ = sorted(gain.index)
-    paired = _at(by["rlem"].loc[runs_].checkpoint_score, len(fractions)) - _at(
-        by["static"].loc[runs_].checkpoint_score, len(fractions)
-    )
+    paired = per_checkpoint(
+        by["rlem"].loc[runs_].checkpoint_score, len(fractions)
+    ) - per_checkpoint(by["static"].loc[runs_].checkpoint_score, len(fractions))
     return ClaimResult(
         claim=LLM_3,
         estimates=est,
@@ -298,7 +232,7 @@ def llm_3(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None
         trends=trends(LLM_3, comps, {name: paired, "no gain": 0.0}, fractions, cfg.bootstrap_reps),
         trend_note="paired gain on the test tasks after every training epoch",
         floor_reason="" if fl else NO_FLOOR_RUNS,
-        **_narrower(
+        **narrower(
             cfg,
             *_RLEM_SETUP,
             *([] if n >= 4 else [f"{n} runs cover {n} of the 4 (memory x training set) combos"]),
@@ -325,7 +259,7 @@ def llm_4(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None
         floor_reason="" if fl else NO_FLOOR_RUNS,
         budget=_rlem_budget(cfg, runs),
         deviations=_rlem_deviations(cfg),
-        **_narrower(cfg, *_RLEM_SETUP),
+        **narrower(cfg, *_RLEM_SETUP),
         **_rlem_trends(cfg, runs, LLM_4, comps, "test_score"),
         **_rlem_control(cfg, runs, LLM_4, "test_score"),
     )
@@ -336,13 +270,13 @@ def _fly_budget(cfg: LLMMemoryRLParams, runs: Runs) -> str:
     hp = cfg.agentfly
     return (
         f"{hp.iterations} iterations over {hp.tasks} tasks (paper: 5 over GAIA / "
-        f"DeepResearcher); {_runs_of(runs.fly)} seeds"
+        f"DeepResearcher); {runs_of(runs.fly)} seeds"
     )
 
 
 def _fly_deviations(cfg: LLMMemoryRLParams) -> list[str]:
     return [
-        f"LLM: {_model(cfg)} scoring admissible shop actions (paper: GPT-4.1 planner with "
+        f"LLM: {model_name(cfg)} scoring admissible shop actions (paper: GPT-4.1 planner with "
         "o4-mini / o3 executors on research tasks)",
         "cases: the shop episode's instruction, action sequence and outcome; the bank starts "
         f"with the {cfg.shop_data.n_init} annotated init cases",
@@ -357,7 +291,7 @@ def _fly_conds(cfg: LLMMemoryRLParams, runs: Runs) -> list[str]:
 
 def _fly_control(cfg, runs: Runs, claim: Claim) -> dict:
     """AgentFly's positive control (each task's own expert case in the bank, one pass)."""
-    est = _control(
+    est = control_arm(
         cfg,
         runs,
         claim,
@@ -419,7 +353,7 @@ def llm_5(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None
         comparisons=comps,
         budget=_fly_budget(cfg, runs),
         deviations=_fly_deviations(cfg),
-        **_narrower(cfg, *_FLY_SETUP),
+        **narrower(cfg, *_FLY_SETUP),
         used=Budget(n, ITERATIONS),
         trends=trends(LLM_5, comps, series, [(i + 1) / n for i in range(n)], cfg.bootstrap_reps),
         trend_note="the same measure up to each iteration",
@@ -464,174 +398,12 @@ def llm_6(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None
         budget=_fly_budget(cfg, runs),
         floor_reason="" if fl else NO_FLOOR_RUNS,
         deviations=_fly_deviations(cfg),
-        **_narrower(cfg, *_FLY_SETUP),
+        **narrower(cfg, *_FLY_SETUP),
         used=Budget(n, ITERATIONS),
         trends=trends(LLM_6, comps, series, [(i + 1) / n for i in range(1, n)], cfg.bootstrap_reps),
         trend_note="iteration k's score against iteration 1's, k = 2..n",
         **_fly_control(cfg, runs, LLM_6),
     )
-
-
-# =========================================================================== Memory-R1
-def _mr1_deviations(cfg: LLMMemoryRLParams) -> list[str]:
-    hp = cfg.memory_r1
-    return [
-        f"manager: an MLP head ({hp.hidden} units) on frozen MiniLM embeddings of the fact and "
-        f"its {hp.related_k} most related memories (paper: LLaMA-3.1-8B / Qwen-2.5-7B fine-tuned)",
-        f"answer agent: {_model(cfg)} choosing among candidate answers by log-likelihood from "
-        f"the top {hp.answer_k} memories (paper: the LLM generates from 60 retrieved memories "
-        "after distilling them)",
-        "data: generated LoCoMo-like dialogues (facts introduced, changed, retracted, restated; "
-        "single-hop, multi-hop and temporal questions), split like the paper's 152 / 81 / rest "
-        "questions by whole conversations",
-        "UPDATE: the paper's manager writes the updated memory m' and merges the new fact into "
-        'the old (Sec. 3.1, Eq. 1; Appendix A.1: the Buddy memory updated to "... and later '
-        "adopted another dog named Scout\"); ours picks the operation only, m' a fixed merge: "
-        "the memory's sentences on the attribute the fact changes or retracts give way to it, "
-        "its other facts stay",
-        "reward, as the paper's Sec. 3.1 defines it: one training tuple per turn carrying a "
-        "fact (Algorithm 1: the bank built from the preceding turns, the turn, the QA linked "
-        f"to it); G = {hp.group} operations sampled per state, each applied to the bank and "
-        "rewarded by the answer agent's exact match on the turn's question (\"the updated "
-        "memory bank is passed to the frozen Answer Agent ... R_answer = EM(y_pred, "
-        'y_gold)", Eq. 4), standardised within the group (Eq. 3); the paper states no G. '
-        "The bank before a turn holds the facts as the earlier turns left them (the paper's "
-        "is built by GPT-4o-mini from the preceding 24 turns; ours are shorter). Issue 56's "
-        "whole-dialogue reward (every operation sharing the EM on all the dialogue's "
-        "questions) is not the paper's and chose ADD on every test turn",
-        f"start: the head cloned from the Mem0-style heuristic ({hp.warm_start_epochs} "
-        "epochs), the KL reference (the paper's manager starts as an instruct LLM prompted "
-        "with Mem0's instructions; an untrained head knows no operation)",
-        "trained: the memory manager only; the answer agent stays the frozen LLM (the paper "
-        "trains both with RL: the manager, then the answer agent on the trained manager's "
-        "memories)",
-        f"Mem0-style heuristic: similarity thresholds (NOOP at cos >= {hp.heuristic_noop:g}, "
-        f"UPDATE at >= {hp.heuristic_update:g}) instead of Mem0's LLM decision",
-    ]
-
-
-def _last_ops(mr1) -> dict[str, int]:
-    """Operations GRPO sampled in its last training epoch, summed over seeds."""
-    last = [r[-1] for r in mr1[mr1.condition == "grpo"].train_ops if len(r)]
-    return {op: int(sum(d.get(op, 0) for d in last)) for op in (last[0] if last else {})}
-
-
-def _memory_r1(cfg: LLMMemoryRLParams, runs: Runs, claim: Claim, metric: str, floors):
-    hp, mr1 = cfg.memory_r1, runs.mr1
-    conds = [c for c in hp.conditions if (mr1.condition == c).any()]
-    if "grpo" not in conds or len(conds) < 2:
-        return None
-    budget = (
-        f"GRPO: {hp.epochs} epochs over the training turns, G = {hp.group} operations per "
-        "turn, each rewarded by the exact match on the turn's question; "
-        f"{int(mr1.questions.iloc[0])} test questions; {_runs_of(mr1[mr1.condition == 'grpo'])} "
-        "seeds (the baselines "
-        "are deterministic: one run each, its spread from its questions resampled by "
-        "conversation)"
-    )
-    ops = memory_r1_ops(mr1)
-    fit = operation_fit(ops)
-    counts = ops.groupby(level="condition", sort=False).sum()
-    shares = counts.div(counts.sum(axis=1), axis=0).round(3)
-    op_shares = {
-        c: {op: float(shares.loc[c, op]) for op in counts if counts.loc[c, op] > 0}
-        for c in counts.index
-    }
-    per_q, conv = (lambda r: r["items"][metric]), (lambda r: r["items"]["conversation"])
-    est = floor_arm(
-        floors,
-        claim.claim_id,
-        "dialogues",
-        metric,
-        "no memory",
-        cfg.bootstrap_reps,
-        items=per_q,
-        clusters=conv,
-        shared=QUESTIONS,
-    )
-    fl = next(iter(est), None)
-    est |= {
-        MR1_LABELS[c]: arm(
-            g[metric],
-            claim.claim_id,
-            MR1_LABELS[c],
-            cfg.bootstrap_reps,
-            items=[per_q(r) for _, r in g.iterrows()],
-            clusters=[conv(r) for _, r in g.iterrows()],
-            shared=QUESTIONS,  # every arm answers the same test questions: paired
-        )
-        for c in conds
-        for g in [mr1[mr1.condition == c]]
-    }
-    control = _control(
-        cfg, runs, claim, "gold memory", "dialogues", metric, per_q, conv, shared=QUESTIONS
-    )
-    prompted = MR1_LABELS["prompted"]
-    working = "prompted" in conds and fit.get(prompted, 0.0) >= MIN_OPERATION_FIT
-    # against the Mem0-style manager, the paper's gain where the claim states one (F1)
-    stated = claim.paper_effect is not None
-    comps = [
-        Comparison(MR1_LABELS["grpo"], MR1_LABELS[c], floor=fl, effect=stated and c == "heuristic")
-        for c in ("heuristic", "prompted")
-        if c in conds and (c != "prompted" or working)
-    ]
-    left_out = (
-        [
-            f"prompted LLM left out of the comparisons: {_model(cfg)} picks the operation "
-            f"the turn calls for on {fit[prompted]:.0%} of test turns (a stand-in for the "
-            f"untrained LLM manager needs >= {MIN_OPERATION_FIT:.0%})"
-        ]
-        if "prompted" in conds and not working
-        else []
-    )
-    learner, under_reader = reader_control(cfg, runs, claim)
-    fractions, series = _checkpointed(mr1, f"checkpoint_{metric}", MR1_LABELS)
-    # a deterministic baseline (one run, untrained) is a constant along GRPO's checkpoints
-    series = {k: v[0, 0] if len(v) == 1 else v for k, v in series.items()}
-    return ClaimResult(
-        claim=claim,
-        estimates=est,
-        ours=MR1_LABELS["grpo"],
-        comparisons=comps,
-        budget=budget,
-        deviations=_mr1_deviations(cfg) + left_out,
-        **_narrower(cfg, *_MR1_SETUP),
-        used=Budget(hp.epochs, "epochs over the training dialogues"),
-        trends=trends(claim, comps, series, fractions, cfg.bootstrap_reps),
-        trend_note="the test questions halfway through GRPO training and after it (the "
-        "untrained managers keep their one test)",
-        floor_reason="" if fl else NO_FLOOR_RUNS,
-        positive_control=next(iter(control.items()), None),
-        learners=[learner],
-        control_note="the answer agent reading each test conversation's gold memory bank "
-        "(what a perfect manager would keep)",
-        extra={
-            "f1_by_category": {
-                MR1_LABELS[c]: mr1[mr1.condition == c].f1_by_category.iloc[0] for c in conds
-            },
-            "operations chosen on the test turns (share)": op_shares,
-            "GRPO training curve: the sampled operations' exact match on their training "
-            "turn's question per epoch (mean over seeds)": [
-                round(float(v), 4)
-                for v in np.mean(list(mr1[mr1.condition == "grpo"].reward_em), axis=0)
-            ],
-            "GRPO's sampled operations in its last training epoch (all seeds)": _last_ops(mr1),
-            "share of test turns given the operation the turn calls for": {
-                c: round(float(v), 3) for c, v in fit.items()
-            },
-            f"learnability control: test exact match under the {READER} (mean over runs)": (
-                under_reader
-            ),
-        },
-    )
-
-
-def llm_7(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None:
-    return _memory_r1(cfg, runs, LLM_7, "f1", floors)
-
-
-def llm_8(cfg: LLMMemoryRLParams, runs: Runs, floors=None) -> ClaimResult | None:
-    return _memory_r1(cfg, runs, LLM_8, "em", floors)
 
 
 CLAIMS = (llm_1, llm_2, llm_3, llm_4, llm_5, llm_6, llm_7, llm_8)
