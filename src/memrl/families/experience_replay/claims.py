@@ -538,6 +538,7 @@ def _stream(cfg: ExperienceReplayParams, runs: Runs, floors, claim: Claim, worse
         else:
             comps.append(Comparison(names[STREAM_Q], names[worse], floor=fl))
     q, budget = st.stream_q, f"{st.total_timesteps} steps on {', '.join(st.env_ids)}"
+    same_steps = _equal_steps(st, start) if equal else None  # ER-8's (budget, deviation)
     return ClaimResult(
         claim=replace(
             claim,
@@ -548,7 +549,7 @@ def _stream(cfg: ExperienceReplayParams, runs: Runs, floors, claim: Claim, worse
         estimates=est,
         ours=comps[0].better,
         comparisons=comps,
-        budget=budget + (f" (stream Q(λ)); {_equal_steps(st, start)[0]}" if equal else ""),
+        budget=budget + (f" (stream Q(λ)); {same_steps[0]}" if same_steps else ""),
         used=Budget(steps, STEPS),
         trends=trends(claim, comps, series, CHECKPOINTS, cfg.bootstrap_reps),
         trend_note="training return in the window ending at each quarter of the budget",
@@ -565,7 +566,7 @@ def _stream(cfg: ExperienceReplayParams, runs: Runs, floors, claim: Claim, worse
             "not retrieved)",
             *((ON_THE_ENGINE,) if st.engine == "xla" else ()),
             *(minatar_dqn_deviations(st.dqn, st.dqn_timesteps) if equal else ()),
-            *((_equal_steps(st, start)[1],) if equal else ()),
+            *((same_steps[1],) if same_steps else ()),
             *kw.pop("deviations", []),
         ],
         coverage_complete=False,
