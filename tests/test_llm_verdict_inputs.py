@@ -11,7 +11,7 @@ from test_claims import cfg_of, llm_runs
 
 from memrl.families.llm_memory_rl import claims as llm
 from memrl.families.llm_memory_rl.arms import FLY_TASKS, SHOP_TASKS
-from memrl.families.llm_memory_rl.tables import LABELS, READER
+from memrl.families.llm_memory_rl.tables import LABELS, READER, SUPERVISED
 from memrl.stats.bootstrap import paired
 from memrl.stats.claims import INCONCLUSIVE
 
@@ -85,6 +85,7 @@ def _reader_rows(cfg, grpo_em: float, heuristic_em: float = 0.6) -> pd.DataFrame
             "heuristic": {"em": items(heuristic_em), "conversation": conv},
             "add_only": {"em": items(0.5), "conversation": conv},
             "gold": {"em": items(0.85), "conversation": conv},
+            SUPERVISED: {"em": items(0.55), "conversation": conv},
         }
         rows.append({"control": READER, "env": "dialogues", "run": r, "managers": managers})
     return pd.DataFrame(rows)
@@ -112,3 +113,5 @@ def test_memory_r1_reports_its_learnability_control_under_the_deterministic_read
         assert bad.learners[0].passed is False
         assert bad.decision.category == INCONCLUSIVE and bad.decision.reason == "learner"
         assert f"Memory-R1 (GRPO) does not learn in the {READER}" in bad.verdict
+        # the policy class's own ceiling (the head supervised on the best operations) beside it
+        assert f"{SUPERVISED}: 0.55" in bad.learners[0].detail

@@ -265,6 +265,30 @@ def test_the_warm_start_clones_the_heuristic(splits, embed):
     assert {a.op for t in tuples for a in [teacher.decide(t.bank, t.fact)]} >= {"ADD", "UPDATE"}
 
 
+def test_the_clone_learns_where_its_teacher_acts_and_keeps_every_operation_possible(splits, embed):
+    """The warm start's states include the teacher's own (each turn of the banks it builds
+    itself, small talk too), and with ``explore`` every valid operation keeps a share of
+    the clone's probability, so GRPO can sample the ones the teacher never takes (DELETE)."""
+    th.manual_seed(0)
+    teacher = mr1.HeuristicManager(noop_threshold=0.95, update_threshold=0.7)
+    own = mr1.teacher_states(splits["train"], teacher, embed)
+    assert len(own) == sum(len(c.turns) for c in splits["train"])
+    assert "smalltalk" in {t.kind for t in own}
+    assert all(t.question is None for t in own)
+    first = own[0]
+    assert len(first.bank) == 0  # each conversation starts from an empty bank
+    pol = mr1.ManagerPolicy(384, k=2, hidden=32)
+    mr1.warm_start(pol, own, teacher, epochs=100, lr=1e-2, explore=0.3)
+    clone = mr1.RLManager(pol)
+    same = [clone.decide(t.bank, t.fact) == teacher.decide(t.bank, t.fact) for t in own]
+    assert np.mean(same) >= 0.9, np.mean(same)
+    x, mask, _ = mr1.features(own[-1].bank, own[-1].fact, 2)
+    with th.no_grad():
+        p = th.softmax(pol(th.from_numpy(x)[None], th.from_numpy(mask)[None])[0], 0)
+    assert mask.all() and float(p[-2:].sum()) > 0.02  # DELETE stays possible
+    assert "DELETE" not in {teacher.decide(t.bank, t.fact).op for t in own}
+
+
 def test_answer_agent_caches_by_question_and_retrieved_memories(embed):
     from memrl.llm.models import load_model
     from memrl.llm.scoring import LLMScorer

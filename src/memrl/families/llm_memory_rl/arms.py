@@ -5,10 +5,12 @@ positive controls' arms and the trained runs' checkpoint series."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 
-from memrl.families.llm_memory_rl.tables import MR1_LABELS, READER, Runs
+from memrl.families.llm_memory_rl.tables import MR1_LABELS, READER, SUPERVISED, Runs
 from memrl.stats.aggregate import stable_seed
 from memrl.stats.bootstrap import Arm, arm
 from memrl.stats.claims import Claim
@@ -74,6 +76,8 @@ def reader_control(cfg, runs: Runs, claim: Claim) -> tuple[LearnerCheck, dict[st
         MR1_LABELS.get(k, k): round(float(np.mean([np.mean(m[k]["em"]) for m in rows.managers])), 4)
         for k in rows.managers.iloc[0]
     }
+    if SUPERVISED in means:  # the policy class's own ceiling, trained without RL
+        check = replace(check, detail=f"{check.detail}; {SUPERVISED}: {means[SUPERVISED]:.4g}")
     return check, means
 
 

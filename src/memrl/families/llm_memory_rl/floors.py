@@ -283,6 +283,31 @@ def _gold_bank(conv, embed):
     return MemoryBank(embed, list(facts.values()))
 
 
+class _BestOperation:
+    """The teacher of the control's supervised ceiling: on each training tuple the operation
+    whose bank answers the tuple's question under ``reader`` (ties: ADD, UPDATE, DELETE,
+    NOOP, then the more related memory), from the tuples' states only."""
+
+    def __init__(self, tuples, reader, k: int):
+        from memrl.agents import memory_r1 as mr1
+        from memrl.envs.dialogue import exact_match
+
+        order = {"ADD": 0, "UPDATE": 1, "DELETE": 2, "NOOP": 3}
+        self.best = {}
+        for t in tuples:
+            acts = mr1.candidate_actions(t.bank.related(t.fact, k))
+            em = [
+                exact_match(reader.answer(t.bank.apply(a, t.fact), t.question), t.question.answer)
+                for a in acts
+            ]
+            self.best[id(t.bank), t.fact] = min(
+                zip(acts, em, strict=True), key=lambda ae: (-ae[1], order[ae[0].op])
+            )[0]
+
+    def decide(self, bank, fact: str):
+        return self.best[id(bank), fact]
+
+
 def reader_control(embedder: str, dialogue_data: dict, memory_r1: dict, run: int) -> dict:
     """Memory-R1's learnability control (issue 71): the manager trained as LLM-7/8's GRPO
     arm is (the same trainer, parameters, warm start and seed), rewarded by a deterministic
@@ -295,7 +320,12 @@ def reader_control(embedder: str, dialogue_data: dict, memory_r1: dict, run: int
     Scored on the validation conversations as well as the test ones (16 conversations, 177
     questions, not 8 and 88): nothing trains or selects on them, the reader is cheap, and
     the questions are resampled by conversation, so 8 left the CI of GRPO's difference to
-    the heuristic about +-0.12 wide (6 runs)."""
+    the heuristic about +-0.12 wide (6 runs).
+
+    Beside them, the policy class's own ceiling: the same head trained by cross-entropy on
+    each training tuple's best operation under the reader (no RL), so a GRPO manager that
+    fails its control can be told apart from a head that cannot represent the better
+    operations from 210 training turns."""
     from collections import Counter
 
     from memrl.agents import memory_r1 as mr1
@@ -307,7 +337,7 @@ def reader_control(embedder: str, dialogue_data: dict, memory_r1: dict, run: int
         manager_policy,
     )
     from memrl.families.llm_memory_rl.params import DialogueDataParams, MemoryR1Params
-    from memrl.families.llm_memory_rl.tables import READER
+    from memrl.families.llm_memory_rl.tables import READER, SUPERVISED
     from memrl.runtime import seed_everything
 
     seed_everything(run)
@@ -319,8 +349,13 @@ def reader_control(embedder: str, dialogue_data: dict, memory_r1: dict, run: int
     reader = mr1.TopMemoryReader(hp.answer_k)
     policy = manager_policy(hp, splits["train"], embed)
     history = mr1.train_grpo(policy, splits["train"], reader, embed, grpo_config(hp), rng)
+    tuples = mr1.training_tuples(splits["train"], embed)
+    ceiling = mr1.ManagerPolicy(policy.dim, hp.related_k, hp.hidden)
+    best = _BestOperation(tuples, reader, hp.related_k)
+    mr1.warm_start(ceiling, tuples, best, hp.warm_start_epochs, hp.warm_start_lr)
     managers = {
         "grpo": mr1.RLManager(policy),
+        SUPERVISED: mr1.RLManager(ceiling),
         "heuristic": mr1.HeuristicManager(hp.heuristic_noop, hp.heuristic_update),
         "add_only": mr1.AddOnly(),
     }

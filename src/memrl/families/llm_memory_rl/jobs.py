@@ -295,15 +295,19 @@ def grpo_config(hp: MemoryR1Params):
 
 
 def manager_policy(hp: MemoryR1Params, train, embed):
-    """The manager GRPO starts from: the head, cloned from the Mem0-style heuristic on the
-    training tuples for ``warm_start_epochs`` (0: as initialised)."""
+    """The manager GRPO starts from: the head, cloned from the Mem0-style heuristic for
+    ``warm_start_epochs`` (0: as initialised) on the training tuples' states and the states
+    the heuristic meets building the training dialogues' banks itself, its targets smoothed
+    by ``warm_start_explore``."""
     from memrl.agents import memory_r1 as mr1
 
     policy = mr1.ManagerPolicy(embed(["x"]).shape[1], hp.related_k, hp.hidden)
     if hp.warm_start_epochs:
         teacher = mr1.HeuristicManager(hp.heuristic_noop, hp.heuristic_update)
-        tuples = mr1.training_tuples(train, embed)
-        mr1.warm_start(policy, tuples, teacher, hp.warm_start_epochs, hp.warm_start_lr)
+        states = mr1.training_tuples(train, embed) + mr1.teacher_states(train, teacher, embed)
+        mr1.warm_start(
+            policy, states, teacher, hp.warm_start_epochs, hp.warm_start_lr, hp.warm_start_explore
+        )
     return policy
 
 

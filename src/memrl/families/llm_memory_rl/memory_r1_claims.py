@@ -65,8 +65,11 @@ def _mr1_deviations(cfg: LLMMemoryRLParams) -> list[str]:
         "whole-dialogue reward (every operation sharing the EM on all the dialogue's "
         "questions) is not the paper's and chose ADD on every test turn",
         f"start: the head cloned from the Mem0-style heuristic ({hp.warm_start_epochs} "
-        "epochs), the KL reference (the paper's manager starts as an instruct LLM prompted "
-        "with Mem0's instructions; an untrained head knows no operation)",
+        "epochs, on the training tuples' states and the heuristic's own; "
+        f"{hp.warm_start_explore:g} of the target spread over every valid operation), the KL "
+        "reference (the paper's manager starts as an instruct LLM prompted with Mem0's "
+        "instructions, which gives every operation some probability; an untrained head "
+        "knows no operation)",
         "trained: the memory manager only; the answer agent stays the frozen LLM (the paper "
         "trains both with RL: the manager, then the answer agent on the trained manager's "
         "memories)",

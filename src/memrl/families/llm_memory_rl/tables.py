@@ -28,6 +28,8 @@ MR1_LABELS = {
     "grpo": "Memory-R1 (GRPO)",
 }
 READER = "deterministic reader"  # Memory-R1's learnability control (floors.reader_control)
+# its policy-class ceiling: the GRPO head trained by cross-entropy on the best operations
+SUPERVISED = "the same head supervised on the best operations"
 OPS = ("ADD", "NOOP", "UPDATE", "DELETE")  # as memrl.agents.memory_r1.OPS (a test checks)
 # the operation each kind of turn calls for, as the dialogue generator annotates it
 # (memrl.envs.dialogue; no manager sees the kind)
