@@ -112,9 +112,8 @@ class MemoryR1Params(StrictModel):
     batch: PosInt  # training tuples per policy update
     warm_start_epochs: NonNegInt  # cloning the Mem0-style heuristic before GRPO (0: cold start)
     warm_start_lr: Annotated[float, Field(gt=0)]
-    warm_start_explore: Annotated[
-        float, Field(ge=0, lt=1)
-    ]  # share of the clone's target on every op
+    # the share of the clone's target spread over every valid operation
+    warm_start_explore: Annotated[float, Field(ge=0, lt=1)]
     test_conversations: PosInt | None = None  # the first n test conversations (None: all)
 
     @model_validator(mode="after")
