@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from memrl.families import load_family
-from memrl.families.experience_replay import claims as er
+from memrl.families.experience_replay import streaming as er
 from memrl.families.experience_replay import tables as er_tables
 from memrl.profiles import PROFILES
 from memrl.stats.curves import window_mean
