@@ -189,14 +189,15 @@ def machine_scale(
 
 def predict(
     specs: Sequence[JobSpec],
-    store: RunStore,
+    store: RunStore | None,
     sources: Sequence[tuple[str, dict[str, list[float]]]],
     fresh: bool = False,
     per_decision: tuple[float, dict[str, list[float]]] | None = None,
 ) -> list[Prediction]:
     """Each job's prediction: stored, or ``cost x`` its group's median seconds-per-cost from
     the first of ``sources`` (``(name, rates)``; name ``""`` for this profile)
-    that has the group, else the family's median rate over every source. ``fresh``: as on
+    that has the group, else the family's median rate over every source (``store`` None:
+    nothing stored). ``fresh``: as on
     a fresh clone with no stored runs (a stored job costs its measured seconds).
     ``per_decision``: (seconds one LLM decision takes on a served model, decisions per cost
     by group): a group that has both is priced as ``cost x decisions x seconds`` (the rest
@@ -205,7 +206,7 @@ def predict(
     family_rate = statistics.median(every) if every else None
     out = []
     for spec in specs:
-        rec = store.load(spec)
+        rec = store.load(spec) if store is not None else None
         if rec is not None:
             measured = (core_seconds(rec) or 0.0) if fresh else 0.0
             out.append(Prediction(spec, measured, "measured" if fresh else "stored"))
@@ -236,13 +237,15 @@ def estimate_family(
     fresh: bool = False,
     decision_seconds: float | None = None,
     calibration: Any = None,
+    clone: bool = False,
 ) -> FamilyEstimate:
     """Predictions for ``specs`` (the family's grid for ``profile``; see the module doc);
     ``fresh``: every job, as a fresh clone's ``make repro`` would run them;
     ``decision_seconds``: one LLM decision's time on the served model the profile names,
     measured now (its LLM jobs are then priced by their recorded decisions);
     ``calibration``: a :class:`memrl.calibrate.Calibration`, this machine's speed measured
-    now, which scales the published timings where this store's runs do not."""
+    now, which scales the published timings where this store's runs do not; ``clone``: as a
+    fresh clone prices it, from the timings git keeps alone (no run store read)."""
     from memrl import families
     from memrl.profiles import PROFILES
     from memrl.runtime import repo_root
@@ -251,7 +254,7 @@ def estimate_family(
 
     fam = families.get(family)
 
-    records = {p: read_records(root / fam.runs_dir(p)) for p in PROFILES}
+    records = {p: [] if clone else read_records(root / fam.runs_dir(p)) for p in PROFILES}
     mine, elsewhere = on_this_cpu(records[profile])
 
     def published(p: str, field: str = "seconds_per_cost") -> dict[str, list[float]]:
@@ -270,7 +273,7 @@ def estimate_family(
     for p in PROFILES:
         if p != profile:
             sources += [(p, rates(records[p])), (f"{p}, {PUBLISHED}", scaled(published(p)))]
-    store = RunStore(root / fam.runs_dir(profile))
+    store = None if clone else RunStore(root / fam.runs_dir(profile))
     served, note = None, ""
     if decision_seconds is not None:
         counts = decision_rates(records[profile])
@@ -301,7 +304,11 @@ def on_this_cpu(
 
 
 def estimate_families(
-    profile: str, configs: dict[str, Any], fresh: bool = False, calibration: Any = None
+    profile: str,
+    configs: dict[str, Any],
+    fresh: bool = False,
+    calibration: Any = None,
+    clone: bool = False,
 ) -> list[FamilyEstimate]:
     """:func:`estimate_family` for each family of ``configs`` (name -> its parameters for
     ``profile``), on the runtime's workers: what the CLI and ``make repro`` print."""
@@ -316,7 +323,14 @@ def estimate_families(
         seconds = timed(cfg) if timed is not None else None
         out.append(
             estimate_family(
-                name, profile, fam.grid(cfg), workers, fresh, seconds, calibration=calibration
+                name,
+                profile,
+                fam.grid(cfg),
+                workers,
+                fresh,
+                seconds,
+                calibration=calibration,
+                clone=clone,
             )
         )
     return out

@@ -525,12 +525,10 @@ def readme_blocks(rows: list[dict[str, Any]]) -> dict[str, str]:
 def readme_text(readme: str, rows: list[dict[str, Any]]) -> str:
     """``readme`` with its generated blocks replaced by what ``rows`` give (a block's markers
     must be there: the README decides where each goes)."""
+    from memrl.readme import replace_block
+
     for name, text in readme_blocks(rows).items():
-        start, end = _marker(name), _marker(name, end=True)
-        if start not in readme or end not in readme:
-            raise ValueError(f"README.md has no {name} block: add {start} ... {end}")
-        head, rest = readme.split(start, 1)
-        readme = f"{head}{start}\n{text}\n{end}{rest.split(end, 1)[1]}"
+        readme = replace_block(readme, name, _marker(name), _marker(name, end=True), text)
     return readme
 
 
