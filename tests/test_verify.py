@@ -75,3 +75,25 @@ def test_runs_computed_here_are_compared_without_rerunning(tmp_path):
     checked = compare_cached([(s, r, m) for s, r, m in zip(specs, recs, mine, strict=True)])
     assert [c.status for c in checked] == ["identical", "differs"]
     assert checked[1].detail.startswith("y: 1 stored, 2 here")
+
+
+def test_job_narrows_the_sample_to_labels_that_contain_it():
+    from memrl.verify import matching
+
+    specs = [spec("square", i) for i in range(3)] + [spec("noisy", i) for i in range(3)]
+    assert matching(specs, []) == specs
+    assert {s.fn for s in matching(specs, ["NOISY"])} == {"toy_jobs:noisy"}
+    assert len(matching(specs, ["square 1", "noisy 2"])) == 2
+
+
+def test_a_job_no_stored_label_contains_is_one_line_naming_where_labels_are(monkeypatch, capsys):
+    from memrl import families
+    from memrl import verify as v
+
+    fam = families.get("episodic_control")
+    first = fam.grid(families.load_family(fam.name, "smoke"))[0]
+    rec = {"spec": first.to_json(), "key": first.key, "result": {}}
+    monkeypatch.setattr(v, "stored", lambda family, profile: {v.identity(rec["spec"]): rec})
+    assert v.run("smoke", [fam.name], 4, 1, jobs=["no such job"]) == 2
+    out = capsys.readouterr().out
+    assert "'no such job'" in out and "memrl list" in out and out.count("\n") == 1

@@ -180,7 +180,7 @@ def _verify(a: argparse.Namespace) -> int:
     check_profile(a.profile)
     for name in a.family:
         families.get(name)  # an unknown family: one line, before any job
-    return run(a.profile, a.family, a.sample, load_runtime().processes, a.cached)
+    return run(a.profile, a.family, a.sample, load_runtime().processes, a.cached, a.job)
 
 
 def _stage(a: argparse.Namespace) -> int:
@@ -368,6 +368,13 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--family", action="append", default=[], help="default: every family")
     p.add_argument("--sample", type=int, default=12, help="jobs to rerun (default: 12)")
+    p.add_argument(
+        "--job",
+        action="append",
+        default=[],
+        help="sample only jobs whose label contains this (case-insensitive; repeatable), "
+        "e.g. --job 'stream Q' --job PPO-FFM",
+    )
     p.add_argument(
         "--cached",
         action="store_true",

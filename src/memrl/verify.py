@@ -111,7 +111,7 @@ def verify(
             new = here.load(spec) or {}
             diff = first_difference(computed(rec["result"]), computed(new.get("result", {})))
             if diff is None:
-                out[spec.key] = Checked(spec, "identical")
+                out[spec.key] = Checked(spec, "identical", f"stored on {record_cpu(rec)}")
             else:
                 where = f"store: {record_cpu(rec)}; here: {record_cpu(new)}"
                 out[spec.key] = Checked(spec, "differs", f"{diff} ({where})")
@@ -148,25 +148,44 @@ def compare_cached(
             continue
         diff = first_difference(computed(rec["result"]), computed(mine["result"]))
         where = f"store: {record_cpu(rec)}; here: {record_cpu(mine)}"
-        detail = f"{diff} ({where})" if diff else ""
+        detail = f"{diff} ({where})" if diff else f"stored on {record_cpu(rec)}"
         out.append(Checked(spec, "differs" if diff else "identical", detail))
     return out
 
 
-def run(profile: str, names: Sequence[str], n: int, workers: int, cached: bool = False) -> int:
+def matching(specs: Sequence[JobSpec], jobs: Sequence[str]) -> list[JobSpec]:
+    """The specs whose label contains any of ``jobs`` (case-insensitive); all if none."""
+    if not jobs:
+        return list(specs)
+    wanted = [j.lower() for j in jobs]
+    return [s for s in specs if any(w in s.name.lower() for w in wanted)]
+
+
+def run(
+    profile: str,
+    names: Sequence[str],
+    n: int,
+    workers: int,
+    cached: bool = False,
+    jobs: Sequence[str] = (),
+) -> int:
     """The verb: sample, rerun, print a line a job and a summary; 0 only if all identical.
 
     ``cached``: rerun nothing; compare every job this machine has already computed for the
-    profile (the cache JupyterLab and nbval fill) with the store."""
+    profile (the cache JupyterLab and nbval fill) with the store. ``jobs``: sample only the
+    stored jobs whose label contains one of these (e.g. ``PPO-FFM``, ``stream Q``)."""
     from memrl import families, isa, runner
     from memrl.runner import PUBLISHED
 
     groups, records, mine = [], {}, {}
+    any_stored = False
     for name in names or families.NAMES:
         fam = families.get(name)
         recs = stored(fam, profile)
         specs = fam.grid(families.load_family(fam.name, profile))
         specs = [s for s in specs if identity(s.to_json()) in recs]
+        any_stored = any_stored or bool(specs)
+        specs = matching(specs, jobs)
         records.update({s.key: recs[identity(s.to_json())] for s in specs})
         if cached:
             cache = runner.open_store(fam, profile)
@@ -176,6 +195,13 @@ def run(profile: str, names: Sequence[str], n: int, workers: int, cached: bool =
         picked = [s for specs in groups for s in specs if s.key in mine]
     else:
         picked = sample(groups, n)
+    if any_stored and not records:
+        print(
+            f"memrl verify: no stored job of profile '{profile}' has a label containing "
+            f"{' or '.join(repr(j) for j in jobs)}: `memrl list <family> --profile {profile}` "
+            "lists the labels"
+        )
+        return 2
     if not records:
         pulled = " (pulled from the in-repo DVC remote when absent)" if profile in PUBLISHED else ""
         print(
