@@ -16,6 +16,7 @@ import yaml
 from memrl import families
 from memrl.config import PROFILES, check_profile
 from memrl.fingerprint import imported_symbols, module_closure, symbol_files
+from memrl.moves import PREVIOUS
 from memrl.profiles import pipeline_file, results_root
 from memrl.runtime import repo_root
 
@@ -118,7 +119,9 @@ def dvc_yaml(profile: str = "default") -> dict[str, Any]:
             }
         )
         + [f"{fam.results_dir(profile)}/claims.json" for fam in families.FAMILIES]
-        + [f"{fam.results_dir(profile)}/{a}" for fam in families.FAMILIES for a in fam.artefacts],
+        + [f"{fam.results_dir(profile)}/{a}" for fam in families.FAMILIES for a in fam.artefacts]
+        # the verdicts the profile last published, which report.json's since_published reads
+        + ([f"{res}/{PREVIOUS}"] if (repo_root() / res / PREVIOUS).is_file() else []),
         "outs": [
             {f"{res}/REPORT.md": _uncached()},
             {f"{res}/report.json": _uncached()},

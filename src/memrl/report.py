@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any, Protocol
 
+from memrl import moves
 from memrl.runtime import atomic_write_json, atomic_write_text
 from memrl.stats.claims import (
     INCONCLUSIVE,
@@ -296,6 +297,8 @@ def render(
             + (f" (coverage: {r['coverage_note']})" if r.get("coverage_note") else "")
             + f"; {seeds_text(r['n_seeds'], r.get('one_run') or ())}  "
         )
+        if moved := moves.text(r.get("since_published")):
+            out.append(f"*Since the last publication:* {moved}  ")
         out.append(
             f"*Regime:* {r['regime']}; *budget:* ours {r.get('used_budget') or 'n/a'}, the "
             f"paper's {r.get('paper_budget') or 'not retrieved'}; *coverage:* {r['coverage_text']}  "
@@ -447,6 +450,9 @@ def write(results: Path, families: list[Listed]) -> Path:
         }
         for r in rows
     ]
+    moved = moves.since(report, moves.load_previous(results))
+    for r in report + rows:  # how each verdict moved since the last publication, and why
+        r["since_published"] = moved.get(r["claim_id"])
     atomic_write_json(results / "report.json", report)
     published = []
     for fam in families:  # e.g. the memory card, published beside the report
@@ -495,6 +501,11 @@ def why_line(r: dict[str, Any]) -> str:
     return f"{r['detail']}; {text}" if r.get("detail") else text
 
 
+def was(s: dict[str, Any] | None) -> str:
+    """`` (was partially contradicted (coverage))`` beside a verdict that moved."""
+    return f" (was {s['from']})" if s and s["moved"] and s["from"] else ""
+
+
 def readme_blocks(rows: list[dict[str, Any]]) -> dict[str, str]:
     """The README's generated blocks from the published report's rows: the tally with the
     forest image, and the verdict table (claim, paper, verdict, one-line reason)."""
@@ -510,7 +521,7 @@ def readme_blocks(rows: list[dict[str, Any]]) -> dict[str, str]:
         cells = [
             f"[{r['claim_id']}](docs/history.md#{r['claim_id'].lower()})",
             r["statement"],
-            f"**{short[r['claim_id']]}**",
+            f"**{short[r['claim_id']]}**" + was(r.get("since_published")),
             why_line(r),
         ]
         table.append("| " + " | ".join(_md_escape(c) for c in cells) + " |")

@@ -20,6 +20,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from memrl import moves
 from memrl.report import (
     HARDWARE_COVERS,
     LEARNERS_NOTE,
@@ -329,6 +330,11 @@ def claim_page(
             else ""
         )
         + "</p>",
+        *(
+            [f"<p>Since the last publication: {html.escape(m)}</p>"]
+            if (m := moves.text(r.get("since_published")))
+            else []
+        ),
         "<h2 id='paper'>The paper</h2>",
         _facts(paper),
         "<h2 id='arms'>Our runs, arm by arm</h2>",
