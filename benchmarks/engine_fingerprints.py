@@ -103,12 +103,29 @@ def scan():
     f = jax.jit(lambda a: jax.lax.scan(lambda c, r: (jnp.tanh(c @ a[:64] + r), c.sum()), jnp.zeros(64), a))
     return lambda: h(f(a))
 
+def k_block(m=32, kk=1600, n=128):
+    # the inner-dimension block a long product is summed in here: the first chunk size whose
+    # chunked sum (chunks added in order) reproduces the whole product bitwise. Eigen, which
+    # XLA:CPU hands such products to, sizes it by the CPU's L1 cache (read at run time)
+    a, b = normal(13, (m, kk)), normal(14, (kk, n))
+    f = jax.jit(lambda a, b: a @ b)
+    full = np.asarray(f(a, b))
+    def chunked(s):
+        c = None
+        for i in range(0, kk, s):
+            p = np.asarray(f(a[:, i:i + s], b[i:i + s]))
+            c = p if c is None else (c + p).astype(np.float32)
+        return c
+    found = next(s for s in range(8, kk + 1, 8) if np.array_equal(chunked(s), full))
+    return lambda: str(found)
+
 def op(fn, n=1 << 16):
     x = normal(12, (n,))
     f = jax.jit(fn)
     return lambda: h(f(x))
 
 W = {"mm 16x64x256": mm(16, 64, 256), "mm 512x64x256": mm(512, 64, 256),
+     "mm 32x1600x128": mm(32, 1600, 128), "dot K block (32x1600x128)": k_block(),
      "mm 256x256x256": mm(256, 256, 256), "conv minatar fwd+bwd (im2col)": conv_grad(),
      "mlp adam x20": mlp_adam(), "stream Q step x20": stream_q_steps(), "scan 512": scan(),
      "exp": op(jnp.exp), "log": op(lambda x: jnp.log(jnp.abs(x) + 1e-3)), "tanh": op(jnp.tanh),
