@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from memrl.runtime import atomic_write_json, atomic_write_text
+from memrl.stats.learners import PASSED
 
 PREVIOUS = "previous.json"  # results/<profile>/: the verdicts the profile last published
 KEPT = ("verdict", "category", "reason", "detail", "n_seeds", "budget", "coverage")
@@ -44,8 +45,7 @@ def snapshot(rows: list[dict[str, Any]], revision: str) -> dict[str, Any]:
 
 
 def _learner(x: dict[str, Any]) -> str:
-    passed = {True: "passed", False: "failed", None: "not measured"}[x.get("passed")]
-    return f"{x.get('arm', '?')} ({x.get('setting', '?')}): {passed}"
+    return f"{x.get('arm', '?')} ({x.get('setting', '?')}): {PASSED[x.get('passed')]}"
 
 
 def _pct(x: float | None) -> str:
@@ -159,8 +159,10 @@ def write_history(root: Path, results: Path | None = None) -> Path:
 
     rows = json.loads(((results or root / "results" / "default") / "report.json").read_text())
     path = Path(root) / "docs" / "history.md"
-    text = replace_block(path.read_text(), "moves", HISTORY_START, HISTORY_END, history_block(rows))
-    atomic_write_text(path, text)
+    body = history_block(rows)
+    atomic_write_text(
+        path, replace_block(path.read_text(), "moves", HISTORY_START, HISTORY_END, body)
+    )
     return path
 
 

@@ -23,6 +23,7 @@ from memrl.stats.claims import (
     share,
 )
 from memrl.stats.compare import MEASURED_RATES
+from memrl.stats.learners import PASSED
 
 
 class Listed(Protocol):
@@ -338,7 +339,6 @@ def conditions_text(conditions: list[dict]) -> str:
 
 
 LEARNERS_NOTE = "an arm that fails its control makes the verdict inconclusive (learner)"
-PASSED = {True: "passed", False: "failed", None: "not measured"}
 
 
 def learner_lines(r: dict[str, Any]) -> list[str]:

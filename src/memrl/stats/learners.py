@@ -15,6 +15,8 @@ from typing import Any
 from memrl.stats.bootstrap import difference
 from memrl.stats.compare import clears
 
+PASSED = {True: "passed", False: "failed", None: "not measured"}  # a control's outcome, in words
+
 
 @dataclass(frozen=True)
 class LearnerCheck:
