@@ -218,3 +218,48 @@ def test_the_compiled_runs_batches_are_its_transitions_and_its_updates_the_steps
     for k, v in params.items():
         np.testing.assert_allclose(np.asarray(carry.params[k]), np.asarray(v), atol=1e-6)
         np.testing.assert_allclose(np.asarray(carry.target[k]), np.asarray(target[k]), atol=1e-6)
+
+
+def test_no_product_in_the_update_sums_more_than_a_k_block(E):
+    """Every dot in the compiled update sums at most ``K_CHUNK`` terms: a longer one is
+    blocked by Eigen at the L1 size it reads at run time, and the same job gave other bytes
+    on CPUs with other L1 sizes (memrl.engines.nets.chunked_matmul). Fails on the plain
+    ``w @ h`` forward (K = 1024) and the convolution's weight gradient (K = 2048)."""
+    import re
+
+    import jax
+    import jax.numpy as jnp
+
+    from memrl.engines.nets import K_CHUNK
+
+    params = E.init_params(SHAPE, ACTIONS, HP, 0)
+    zeros = jax.tree.map(jnp.zeros_like, params)
+    s, a, r, s2, t = next(batches(1))
+    hlo = jax.jit(E.make_update(HP)).lower(params, params, zeros, zeros, s, a, r, s2, t)
+    text = hlo.compile().as_text()
+    dots = re.findall(
+        r"= f32\[[^\]]*\][^ ]* dot\(([^)]*)\), (lhs_batch_dims=\{[^}]*\}, )?"
+        r"(rhs_batch_dims=\{[^}]*\}, )?lhs_contracting_dims=\{(\d+)\}",
+        text,
+    )
+    assert dots, "no dot found in the compiled update"
+    shapes = dict(re.findall(r"(%[\w.\-]+) = f32\[([\d,]*)\]", text))
+    longest = 0
+    for operands, _, _, dim in dots:
+        lhs = re.search(r"(%[\w.\-]+)", operands).group(1)
+        longest = max(longest, int(shapes[lhs].split(",")[int(dim)]))
+    assert longest <= K_CHUNK
+
+
+def test_chunked_matmul_is_the_product(E):
+    """The chunked product is ``a @ b`` up to float rounding, for a K with a divisor near
+    the chunk and one equal to it."""
+    import jax.numpy as jnp
+
+    from memrl.engines.nets import chunked_matmul
+
+    rng = np.random.default_rng(0)
+    for k in (1024, 2048, 1600, 96):
+        a, b = rng.standard_normal((16, k), np.float32), rng.standard_normal((k, 32), np.float32)
+        got = np.asarray(chunked_matmul(jnp.asarray(a), jnp.asarray(b)))
+        np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)

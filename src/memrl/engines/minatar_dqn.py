@@ -54,7 +54,7 @@ from memrl.agents import schedules
 from memrl.agents.contract import NO_EVALS, EnvFn, Evals, TrainLog
 from memrl.agents.sb3_dqn import MinAtarDQNParams
 from memrl.engines.loop import episode, game_of, run_chunks, scan_run
-from memrl.engines.nets import Params, first_argmax, frame_patches, from_torch
+from memrl.engines.nets import Params, chunked_matmul, first_argmax, frame_patches, from_torch
 from memrl.envs import minatar_jax as mj
 
 
@@ -106,7 +106,7 @@ def forward(params: Params, x: jnp.ndarray, depth: int):
     h = jax.nn.relu(conv).reshape(-1, n)  # torch's flatten: row o * P + p
     for k in range(depth):
         acts.append(h)
-        pres.append(params[f"fc{k}.weight"] @ h + params[f"fc{k}.bias"][:, None])
+        pres.append(chunked_matmul(params[f"fc{k}.weight"], h) + params[f"fc{k}.bias"][:, None])
         h = jax.nn.relu(pres[-1])
     acts.append(h)
     return cols, pres, acts, params["out.weight"] @ h + params["out.bias"][:, None]
@@ -122,8 +122,11 @@ def gradients(params: Params, cols, pres, acts, dq: jnp.ndarray, depth: int) -> 
     each weight's gradient (ReLU's derivative 0 at 0, as torch's). The input gradient of a
     hidden layer is ``d.T @ w``, the product in the layout XLA runs fast, transposed after
     an optimisation barrier (without it XLA folds the transpose into the product: ``w.T @
-    d``, measured ~2.5x slower on one core of an AMD EPYC, family 26); the convolution's
-    weight gradient likewise, ``(cols @ d.T).T`` (~2.5x faster than ``d @ cols.T``)."""
+    d``, measured ~2.5x slower on one core of an AMD EPYC, family 26). The two products
+    with a long sum, a hidden layer's forward (K = 16 x 64 for the first) and the
+    convolution's weight gradient (K = patches x batch), run as
+    :func:`~memrl.engines.nets.chunked_matmul`: summed in an order that does not depend on
+    the CPU's L1 size."""
     g = {"out.weight": dq @ acts[-1].T, "out.bias": dq.sum(1)}
     d = params["out.weight"].T @ dq
     for k in reversed(range(depth)):
@@ -132,8 +135,7 @@ def gradients(params: Params, cols, pres, acts, dq: jnp.ndarray, depth: int) -> 
         d = jax.lax.optimization_barrier(d.T @ params[f"fc{k}.weight"]).T
     d = jnp.where(pres[0] > 0, d.reshape(pres[0].shape), 0.0)  # (16, P, N)
     w = params["conv.weight"]
-    barrier = jax.lax.optimization_barrier  # the products in their fast layouts, as above
-    dw = barrier(cols.reshape(cols.shape[0], -1) @ barrier(d.reshape(d.shape[0], -1).T)).T
+    dw = chunked_matmul(cols.reshape(cols.shape[0], -1), d.reshape(d.shape[0], -1).T).T
     return {**g, "conv.weight": dw.reshape(w.shape), "conv.bias": d.sum((1, 2))}
 
 

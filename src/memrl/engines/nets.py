@@ -27,6 +27,7 @@ from memrl.engines.pin import pin
 
 pin()  # before jax loads: XLA's flags and one core (memrl.engines.pin)
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -88,6 +89,31 @@ def fold_sum(x: jnp.ndarray, ways: int = 32, least: int = 4096) -> jnp.ndarray:
         parts = a.reshape(ways, -1)
         a = functools.reduce(operator.add, [parts[i] for i in range(ways)])
     return a.sum()
+
+
+K_CHUNK = 128  # the longest sum one product may run: below every x86 CPU's K block (doc)
+
+
+def chunked_matmul(a: jnp.ndarray, b: jnp.ndarray, chunk: int = K_CHUNK) -> jnp.ndarray:
+    """``a @ b`` (M, K) x (K, N) with the sum over K in an order written here: K cut into
+    equal runs of at most ``chunk`` (the largest divisor of K not above it), one product
+    per run (a batched dot), and the partial products added in run order.
+
+    XLA:CPU hands a long product to Eigen, which blocks K by the L1 data cache it reads at
+    run time: a 32x1600x128 product is summed in blocks of 200 on an AMD EPYC with 32 KiB
+    (family 25 model 1) and otherwise on one with 48 KiB (family 26 model 2), so the same
+    job gave other bytes (``benchmarks/engine_fingerprints.py``, "dot K block"). Eigen's
+    smallest K block on an AVX2 x86 CPU with 32 KiB of L1 or more is above 128, so each run
+    here is one block everywhere; the barrier keeps XLA from folding the runs' sum back
+    into one product."""
+    m, k = a.shape
+    c = max(d for d in range(1, min(chunk, k) + 1) if k % d == 0)
+    if c < min(chunk, k) // 4:
+        raise ValueError(f"chunked_matmul: K = {k} has no divisor near {chunk}")
+    parts = jax.lax.optimization_barrier(
+        jnp.einsum("mrc,rcn->rmn", a.reshape(m, k // c, c), b.reshape(k // c, c, -1))
+    )
+    return functools.reduce(operator.add, [parts[i] for i in range(k // c)])
 
 
 def linear(w: jnp.ndarray, b: jnp.ndarray, x: jnp.ndarray) -> jnp.ndarray:
