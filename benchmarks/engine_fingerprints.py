@@ -119,6 +119,29 @@ def k_block(m=32, kk=1600, n=128):
     found = next(s for s in range(8, kk + 1, 8) if np.array_equal(chunked(s), full))
     return lambda: str(found)
 
+def chunked(m=32, kk=1600, n=128):
+    a, b = normal(13, (m, kk)), normal(14, (kk, n))
+    f = jax.jit(nets.chunked_matmul)
+    return lambda: h(f(a, b))
+
+def dqn_updates():
+    # the replay DQN's compiled update (its long products chunked), 20 updates on one batch
+    from memrl.engines import minatar_dqn
+    from memrl.families import load_family
+    hp = load_family("experience_replay", "default").stream.dqn
+    p = minatar_dqn.init_params((4, 10, 10), 3, hp, 0)
+    z = jax.tree.map(jnp.zeros_like, p)
+    s = (np.asarray(normal(15, (32, 4, 10, 10))) > 1.0).astype(np.uint8)
+    s2 = (np.asarray(normal(16, (32, 4, 10, 10))) > 1.0).astype(np.uint8)
+    a, r, t = np.arange(32, dtype=np.int32) % 3, (np.arange(32) % 5 == 0).astype(np.float32), np.arange(32) % 7 == 0
+    u = jax.jit(minatar_dqn.make_update(hp))
+    def run():
+        w, v, m = p, z, z
+        for _ in range(20):
+            w, v, m = u(w, p, v, m, s, a, r, s2, t)
+        return w
+    return lambda: h(run())
+
 def op(fn, n=1 << 16):
     x = normal(12, (n,))
     f = jax.jit(fn)
@@ -126,6 +149,7 @@ def op(fn, n=1 << 16):
 
 W = {"mm 16x64x256": mm(16, 64, 256), "mm 512x64x256": mm(512, 64, 256),
      "mm 32x1600x128": mm(32, 1600, 128), "dot K block (32x1600x128)": k_block(),
+     "chunked_matmul 32x1600x128": chunked(), "replay DQN update x20": dqn_updates(),
      "mm 256x256x256": mm(256, 256, 256), "conv minatar fwd+bwd (im2col)": conv_grad(),
      "mlp adam x20": mlp_adam(), "stream Q step x20": stream_q_steps(), "scan 512": scan(),
      "exp": op(jnp.exp), "log": op(lambda x: jnp.log(jnp.abs(x) + 1e-3)), "tanh": op(jnp.tanh),
