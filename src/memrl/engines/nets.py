@@ -91,7 +91,7 @@ def fold_sum(x: jnp.ndarray, ways: int = 32, least: int = 4096) -> jnp.ndarray:
     return a.sum()
 
 
-K_CHUNK = 128  # the longest sum one product may run: below every x86 CPU's K block (doc)
+K_CHUNK = 128  # the longest sum one product may run: below any x86 CPU's K block (chunked_matmul)
 
 
 def chunked_matmul(a: jnp.ndarray, b: jnp.ndarray, chunk: int = K_CHUNK) -> jnp.ndarray:
@@ -101,7 +101,8 @@ def chunked_matmul(a: jnp.ndarray, b: jnp.ndarray, chunk: int = K_CHUNK) -> jnp.
 
     XLA:CPU hands a long product to Eigen, which blocks K by the L1 data cache it reads at
     run time: a 32x1600x128 product is summed in blocks of 200 on an AMD EPYC with 32 KiB
-    (family 25 model 1) and otherwise on one with 48 KiB (family 26 model 2), so the same
+    (family 25 model 1), otherwise on one with 48 KiB (family 26 model 2) and unblocked on
+    an Intel Xeon with 48 KiB (family 6 model 207), so the same
     job gave other bytes (``benchmarks/engine_fingerprints.py``, "dot K block"). Eigen's
     smallest K block on an AVX2 x86 CPU with 32 KiB of L1 or more is above 128, so each run
     here is one block everywhere; the barrier keeps XLA from folding the runs' sum back
