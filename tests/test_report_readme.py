@@ -154,3 +154,40 @@ def test_a_claims_strip_plot_draws_every_seed_of_every_arm():
     assert [ln.get_xdata()[0] for ln in fig.axes[0].lines if ln.get_marker() == "D"] == [2.0]
     labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     assert labels == ["paper: 2 (constant)", "floor (5)", "b (6)", "a (6)"]
+
+
+def test_the_one_line_reason_counts_collapses_and_does_not_repeat_a_mixed_count():
+    """LLM-6's README cell listed ten "A scores as B on each of ... seeds" sentences and a
+    mixed verdict's detail repeated the counts its line ends with: the line counts the
+    collapses (REPORT.md names them) and says a mixed verdict's counts once."""
+    outcome = {"outcome": "undecided", "reason": "floor"}
+    collapses = "; ".join(
+        f"a{i} scores as b on each of the tasks on 2 of 8 seeds" for i in range(3)
+    )
+    row = {
+        "category": "inconclusive",
+        "detail": f"not model scale: the positive control clears the floor; {collapses}",
+        "comparisons": [outcome, outcome],
+    }
+    assert report.why_line(row) == (
+        "not model scale: the positive control clears the floor; 3 pairs of arms score alike "
+        "item for item on some seeds (named in REPORT.md); of 2 comparisons, 2 undecided (floor)"
+    )
+    mixed = {
+        "category": "mixed",
+        "detail": "1 of 2 comparisons hold, 1 fail; 3.3% of the paper's budget",
+        "comparisons": [{"outcome": "holds"}, {"outcome": "fails"}],
+    }
+    assert report.why_line(mixed) == "3.3% of the paper's budget; of 2 comparisons, 1 hold, 1 fail"
+
+
+def test_the_one_line_reason_drops_long_asides_and_keeps_short_ones():
+    """LLM-7/8's cells ran to 751 characters with the learner control's numbers in
+    parentheses: the line keeps ``Memory-R1 (GRPO)`` and drops the numbers REPORT.md gives."""
+    row = {
+        "category": "inconclusive",
+        "detail": "Memory-R1 (GRPO) does not learn (0.6483 [0.6057, 0.6882] against the "
+        "heuristic (Mem0-style) 0.6441; difference +0.004 [-0.08, +0.08])",
+        "comparisons": [{"outcome": "fails"}],
+    }
+    assert report.why_line(row) == "Memory-R1 (GRPO) does not learn; its one comparison fails"

@@ -23,7 +23,9 @@ from memrl.stats.claims import (
     share,
 )
 from memrl.stats.compare import MEASURED_RATES
+from memrl.stats.copies import COPIED
 from memrl.stats.learners import PASSED
+from memrl.stats.verdict import MIXED
 
 
 class Listed(Protocol):
@@ -498,7 +500,43 @@ def why_line(r: dict[str, Any]) -> str:
         plural = {"holds": "hold", "fails": "fail"}
         parts = [f"{k} {plural.get(o, o)}" for o, k in counts.items()]
         text = f"of {n} comparisons, " + ", ".join(parts)
-    return f"{r['detail']}; {text}" if r.get("detail") else text
+    detail = _drop_asides(_short_detail(r.get("detail") or ""))
+    if r["category"] == MIXED:  # its detail opens with the counts the line ends with
+        detail = "; ".join(detail.split("; ")[1:])
+    return f"{detail}; {text}" if detail else text
+
+
+def _drop_asides(text: str, longest: int = 30) -> str:
+    """``text`` without its long parenthetical asides (the numbers and definitions REPORT.md
+    gives in full): a group whose content passes ``longest`` characters goes, with the space
+    before it; short ones (``Memory-R1 (GRPO)``) stay."""
+    out, stack = [], []  # out: kept characters; stack: where each open group began in out
+    for ch in text:
+        if ch == "(":
+            stack.append(len(out))
+        out.append(ch)
+        if ch == ")" and stack:
+            start = stack.pop()
+            if len(out) - start - 2 > longest:
+                del out[start:]
+                if out and out[-1] == " ":
+                    out.pop()
+    return "".join(out)
+
+
+def _short_detail(detail: str) -> str:
+    """A verdict's detail with its collapses (``A scores as B on each of ... on k of n
+    seeds``, one per pair of arms) counted, not listed: REPORT.md and the claim's page name
+    them."""
+    parts = detail.split("; ") if detail else []
+    kept = [p for p in parts if COPIED not in p]
+    n = len(parts) - len(kept)
+    if n:
+        kept.append(
+            f"{n} pair{'s' if n > 1 else ''} of arms score alike item for item on some seeds "
+            "(named in REPORT.md)"
+        )
+    return "; ".join(kept)
 
 
 def was(s: dict[str, Any] | None) -> str:

@@ -18,6 +18,8 @@ from typing import Any
 
 from memrl.stats.bootstrap import copied_runs, identical
 
+COPIED = " scores as "  # the verb of a collapse's sentence (the README's one line counts them)
+
 
 def copies(estimates: Mapping[str, Any], comparisons: Sequence[Any]) -> list[tuple[str, str]]:
     """(better, worse) of each comparison between copies, once each."""
@@ -39,7 +41,5 @@ def collapsed(estimates: Mapping[str, Any], comparisons: Sequence[Any]) -> list[
         for b, other in estimates.items():
             k = copied_runs(est, other) if b != a and {a, b} not in whole else 0
             if k:
-                out.append(
-                    f"{a} scores as {b} on each of {est.shared} on {k} of {est.entered} seeds"
-                )
+                out.append(f"{a}{COPIED}{b} on each of {est.shared} on {k} of {est.entered} seeds")
     return out
