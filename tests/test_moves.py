@@ -22,7 +22,10 @@ def one(claim_id: str) -> dict:
 
 
 def test_a_moved_verdict_names_from_what_to_what_and_the_inputs_that_changed():
-    old = one("LLM-7")
+    old = one("LLM-7")  # as it was published before its learner control: whatever it is now
+    old |= {"category": "partially contradicted", "reason": "coverage", "learners": []}
+    old["verdict"] = "partially contradicted (coverage)"
+    old["comparisons"][0]["outcome"] = "fails"
     previous = moves.snapshot([old], "abc123")
     new = copy.deepcopy(old)
     new |= {"category": "inconclusive", "reason": "learner", "n_seeds": old["n_seeds"] + 2}
